@@ -1,0 +1,169 @@
+"""Routing and policy: kill switch, CORS, limits, validation, then the streamed answer."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+from urllib.parse import urlsplit
+
+import settings as config
+from chat_events import chat_stream
+from chat_request import check_content_type, parse_chat, parse_json, read_body
+from errors import ApiError
+from relay import ByteSource, Timing, relay
+from settings import Lookup, Settings, SettingsError
+from web import SSE_HEADERS, Headers, WebRequest, WebResponse, json_response
+
+log = logging.getLogger("app")
+
+
+class UpstreamFailure(Exception):
+    """env.AI.run() failed before any byte of the answer was streamed."""
+
+
+class ChatModel(Protocol):
+    async def stream(self, model: str, inputs: dict[str, Any]) -> ByteSource: ...
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Context:
+    request: WebRequest
+    settings: Settings
+    model: ChatModel
+
+
+Handler = Callable[[Context], Awaitable[WebResponse]]
+ErrorRenderer = Callable[[ApiError], WebResponse]
+
+
+def app_error(error: ApiError) -> WebResponse:
+    return json_response(
+        error.status, {"error": error.code, "message": error.message}, error.headers
+    )
+
+
+async def parse_body(ctx: Context) -> dict[str, Any]:
+    request = ctx.request
+    check_content_type(request.headers.get("content-type"))
+    body = await read_body(
+        request.body, request.headers.get("content-length"), ctx.settings.max_body_bytes
+    )
+    return parse_json(body)
+
+
+async def open_upstream(ctx: Context, model: str, inputs: dict[str, Any]) -> ByteSource:
+    try:
+        return await ctx.model.stream(model, inputs)
+    except UpstreamFailure as exc:
+        log.error("env.AI.run(%r) failed: %s", model, exc)
+        raise ApiError(502, "upstream_error", "The model could not be reached.") from exc
+
+
+def timing(s: Settings) -> Timing:
+    return Timing(ping_after=s.ping_after, give_up_after=s.give_up_after)
+
+
+async def chat(ctx: Context) -> WebResponse:
+    request = parse_chat(await parse_body(ctx), ctx.settings)
+    source = await open_upstream(ctx, request.model, request.ai_inputs())
+    events = relay(source, timing(ctx.settings), max_tokens=request.max_tokens)
+    return WebResponse(
+        status=200, headers=SSE_HEADERS, body=chat_stream(events), on_cancel=source.cancel
+    )
+
+
+async def models(ctx: Context) -> WebResponse:
+    s = ctx.settings
+    return json_response(200, {"models": list(s.models), "default": s.default_model})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Route:
+    methods: Mapping[str, Handler]
+    render_error: ErrorRenderer
+
+
+ROUTES: dict[str, Route] = {
+    "/api/v1/chat": Route(methods={"POST": chat}, render_error=app_error),
+    "/api/v1/models": Route(methods={"GET": models}, render_error=app_error),
+}
+
+
+def add_routes(routes: Mapping[str, Route]) -> None:
+    ROUTES.update(routes)
+
+
+def _origin_of(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}"
+
+
+def cors_headers(request: WebRequest, allowed: tuple[str, ...]) -> Headers | None:
+    """CORS headers for an allowed (or absent) Origin; None when the origin is refused."""
+    origin = request.headers.get("origin")
+    if origin is None or origin == _origin_of(request.url):
+        return ()
+    if "*" in allowed:
+        return (("access-control-allow-origin", "*"),)
+    if origin in allowed:
+        return (("access-control-allow-origin", origin), ("vary", "Origin"))
+    return None
+
+
+def preflight(request: WebRequest, route: Route, cors: Headers) -> WebResponse:
+    methods = ", ".join([*route.methods, "OPTIONS"])
+    headers = cors + (
+        ("access-control-allow-methods", methods),
+        ("access-control-max-age", "86400"),
+        ("allow", methods),
+    )
+    wanted = request.headers.get("access-control-request-headers")
+    if wanted:
+        headers += (("access-control-allow-headers", wanted), ("vary", "Access-Control-Request-Headers"))
+    return WebResponse(status=204, headers=headers)
+
+
+def not_found(path: str) -> WebResponse:
+    return app_error(ApiError(404, "not_found", f"no route for {path}"))
+
+
+async def handle(request: WebRequest, env: Lookup, model: ChatModel) -> WebResponse:
+    route = ROUTES.get(request.path)
+    if route is None:
+        return not_found(request.path)
+    if config.chat_disabled(env):
+        return route.render_error(
+            ApiError(503, "ai_unavailable", "The AI chat service is turned off; try again later.")
+        )
+    try:
+        settings = config.load(env)
+    except SettingsError as exc:
+        log.error("misconfigured: %s", exc)
+        return route.render_error(
+            ApiError(500, "server_misconfigured", "The service is misconfigured.")
+        )
+    cors = cors_headers(request, settings.allowed_origins)
+    if cors is None:
+        origin = request.headers.get("origin")
+        return route.render_error(
+            ApiError(403, "origin_not_allowed", f"Origin {origin} is not allowed")
+        )
+    if request.method == "OPTIONS":
+        return preflight(request, route, cors)
+    handler = route.methods.get(request.method)
+    if handler is None:
+        allow = ", ".join([*route.methods, "OPTIONS"])
+        error = ApiError(
+            405,
+            "method_not_allowed",
+            f"{request.method} is not allowed on {request.path}; use {allow}",
+            headers=(("allow", allow),),
+        )
+        return route.render_error(error).with_headers(cors)
+    try:
+        response = await handler(Context(request=request, settings=settings, model=model))
+    except ApiError as error:
+        response = route.render_error(error)
+    return response.with_headers(cors)

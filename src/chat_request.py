@@ -1,0 +1,223 @@
+"""A chat request from its raw body: content type, size, JSON and every field checked."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from errors import ApiError, invalid
+from settings import Settings
+
+ROLES = ("system", "user", "assistant")
+CHAT_FIELDS = ("messages", "model", "max_tokens", "temperature")
+TEMPERATURE_RANGE = (0.0, 5.0)  # what Workers AI text models accept
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Message:
+    role: str
+    content: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ChatRequest:
+    model: str
+    messages: tuple[Message, ...]
+    max_tokens: int
+    temperature: float | None = None
+
+    def ai_inputs(self) -> dict[str, Any]:
+        """What env.AI.run receives: only known fields, always streaming, always max_tokens."""
+        inputs: dict[str, Any] = {
+            "messages": [{"role": m.role, "content": m.content} for m in self.messages],
+            "stream": True,
+            "max_tokens": self.max_tokens,
+        }
+        if self.temperature is not None:
+            inputs["temperature"] = self.temperature
+        return inputs
+
+
+def check_content_type(value: str | None) -> None:
+    media_type = (value or "").split(";", 1)[0].strip().lower()
+    if media_type != "application/json":
+        shown = value if value else "none"
+        raise ApiError(
+            415,
+            "unsupported_media_type",
+            f"Content-Type must be application/json, got {shown}",
+        )
+
+
+def _too_large(limit: int) -> ApiError:
+    return ApiError(413, "body_too_large", f"request body exceeds {limit} bytes")
+
+
+async def read_body(chunks: AsyncIterator[bytes], declared: str | None, limit: int) -> bytes:
+    """Read at most `limit` bytes; the Content-Length header is a hint, never trusted."""
+    if declared is not None and declared.strip().isdigit() and int(declared) > limit:
+        raise _too_large(limit)
+    parts: list[bytes] = []
+    size = 0
+    async for chunk in chunks:
+        size += len(chunk)
+        if size > limit:
+            raise _too_large(limit)
+        parts.append(chunk)
+    return b"".join(parts)
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def parse_json(body: bytes) -> dict[str, Any]:
+    if not body.strip():
+        raise ApiError(400, "invalid_json", "request body is empty; expected a JSON object")
+    try:
+        value = json.loads(body.decode("utf-8"), parse_constant=_reject_constant)
+    except UnicodeDecodeError:
+        raise ApiError(400, "invalid_json", "request body is not valid UTF-8") from None
+    except ValueError as exc:
+        raise ApiError(400, "invalid_json", f"request body is not valid JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise ApiError(400, "invalid_json", "request body must be a JSON object")
+    return value
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: object) -> bool:
+    return (
+        isinstance(value, (int, float))
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+    )
+
+
+def reject_unknown(body: Mapping[str, Any], allowed: tuple[str, ...]) -> None:
+    for key in body:
+        if key not in allowed:
+            raise ApiError(
+                400,
+                "unknown_field",
+                f"{key}: unknown field; allowed fields are {', '.join(allowed)}",
+                param=key,
+            )
+
+
+def message_text(field: str, content: object) -> str:
+    if isinstance(content, str):
+        return content
+    raise invalid(field, "must be a string")
+
+
+def parse_messages(
+    value: object,
+    settings: Settings,
+    *,
+    roles: Mapping[str, str],
+    content_of: Any = message_text,
+    message_fields: tuple[str, ...] = ("role", "content"),
+) -> tuple[Message, ...]:
+    if value is None:
+        raise invalid("messages", "is required")
+    if not isinstance(value, list):
+        raise invalid("messages", "must be an array of {role, content} objects")
+    if not value:
+        raise invalid("messages", "must contain at least one message")
+    if len(value) > settings.max_messages:
+        raise ApiError(
+            400,
+            "too_many_messages",
+            f"messages: {len(value)} messages exceed the limit of {settings.max_messages}",
+            param="messages",
+        )
+    messages: list[Message] = []
+    for i, item in enumerate(value):
+        where = f"messages[{i}]"
+        if not isinstance(item, dict):
+            raise invalid(where, "must be an object with role and content")
+        for key in item:
+            if key not in message_fields:
+                raise ApiError(
+                    400,
+                    "unknown_field",
+                    f"{where}.{key}: unknown field; allowed fields are "
+                    f"{', '.join(message_fields)}",
+                    param=f"{where}.{key}",
+                )
+        role = item.get("role")
+        if role not in roles:
+            allowed = ", ".join(repr(r) for r in roles)
+            raise invalid(f"{where}.role", f"must be one of {allowed}, got {role!r}")
+        if "content" not in item:
+            raise invalid(f"{where}.content", "is required")
+        content = content_of(f"{where}.content", item["content"])
+        if len(content) > settings.max_message_chars:
+            raise ApiError(
+                400,
+                "message_too_long",
+                f"{where}.content: {len(content)} characters exceed the limit of "
+                f"{settings.max_message_chars}",
+                param=f"{where}.content",
+            )
+        if not content.strip() and roles[role] == "user":
+            raise invalid(f"{where}.content", "must not be empty")
+        messages.append(Message(role=roles[role], content=content))
+    return tuple(messages)
+
+
+def parse_model(value: object, settings: Settings) -> str:
+    if value is None:
+        return settings.default_model
+    if not isinstance(value, str):
+        raise invalid("model", "must be a string")
+    if value not in settings.models:
+        raise ApiError(
+            400,
+            "unknown_model",
+            f"model: {value!r} is not available; choose one of {', '.join(settings.models)}",
+            param="model",
+        )
+    return value
+
+
+def parse_max_tokens(field: str, value: object, settings: Settings) -> int:
+    if value is None:
+        return settings.default_max_tokens
+    if not _is_int(value):
+        raise invalid(field, "must be an integer")
+    assert isinstance(value, int)
+    if not 1 <= value <= settings.max_tokens_limit:
+        raise invalid(field, f"must be between 1 and {settings.max_tokens_limit}, got {value}")
+    return value
+
+
+def parse_temperature(value: object) -> float | None:
+    if value is None:
+        return None
+    low, high = TEMPERATURE_RANGE
+    if not _is_number(value):
+        raise invalid("temperature", "must be a number")
+    assert isinstance(value, (int, float))
+    if not low <= value <= high:
+        raise invalid("temperature", f"must be between {low:g} and {high:g}, got {value}")
+    return float(value)
+
+
+def parse_chat(body: dict[str, Any], settings: Settings) -> ChatRequest:
+    reject_unknown(body, CHAT_FIELDS)
+    return ChatRequest(
+        messages=parse_messages(
+            body.get("messages"), settings, roles={r: r for r in ROLES}
+        ),
+        model=parse_model(body.get("model"), settings),
+        max_tokens=parse_max_tokens("max_tokens", body.get("max_tokens"), settings),
+        temperature=parse_temperature(body.get("temperature")),
+    )

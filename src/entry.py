@@ -1,0 +1,82 @@
+"""The Worker shell: converts a Workers request to the core's values, and back."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+from urllib.parse import urlsplit
+
+import js
+from pyodide.ffi import JsException
+from workers import Response, WorkerEntrypoint
+
+import app
+
+from errors import ApiError
+from jsstream import JsByteSource, OutgoingStream, iter_stream
+from web import WebRequest, WebResponse
+
+
+class _OneShot:
+    """A non-streamed Workers AI result, replayed as the stream it would have been."""
+
+    def __init__(self, frame: Any) -> None:
+        self._data: bytes | None = b"data: %s\n\ndata: [DONE]\n\n" % json.dumps(frame).encode()
+
+    async def read(self) -> bytes | None:
+        data, self._data = self._data, None
+        return data
+
+    def cancel(self) -> None:
+        self._data = None
+
+
+class WorkersAi:
+    def __init__(self, env: Any) -> None:
+        self._env = env
+
+    async def stream(self, model: str, inputs: dict[str, Any]) -> app.ByteSource:
+        binding = getattr(self._env, "AI", None)
+        if binding is None:
+            raise ApiError(500, "server_misconfigured", "The AI binding is not configured.")
+        try:
+            result = await binding.run(model, inputs)
+        except JsException as exc:
+            raise app.UpstreamFailure(str(exc)) from exc
+        if getattr(getattr(result, "constructor", None), "name", None) == "ReadableStream":
+            return JsByteSource(result)
+        return _OneShot(result)
+
+
+def _lookup(env: Any):
+    def get(key: str) -> str | None:
+        value = getattr(env, key, None)
+        return value if isinstance(value, str) else None
+
+    return get
+
+
+class Default(WorkerEntrypoint):
+    async def fetch(self, request: Any) -> Response:
+        raw = request.js_object
+        url = str(raw.url)
+        web = WebRequest(
+            method=str(raw.method),
+            url=url,
+            path=urlsplit(url).path,
+            headers={str(k): str(v) for k, v in raw.headers.entries()},
+            body=iter_stream(raw.body),
+        )
+        response = await app.handle(web, _lookup(self.env), WorkersAi(self.env))
+        return _to_response(response, raw.signal)
+
+
+def _to_response(response: WebResponse, signal: Any) -> Response:
+    headers = js.Headers.new()
+    for name, value in response.headers:
+        headers.append(name, value)
+    if isinstance(response.body, bytes):
+        body: Any = response.body or None
+    else:
+        body = OutgoingStream(response.body, response.on_cancel, signal).stream
+    return Response(body, status=response.status, headers=headers)

@@ -1,0 +1,78 @@
+"""Settings read from the Worker's environment (wrangler [vars] or the dashboard), per request."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TypeVar
+
+T = TypeVar("T", int, float)
+
+Lookup = Callable[[str], "str | None"]
+
+DEFAULT_MODELS = ("@cf/meta/llama-3.1-8b-instruct",)
+
+
+class SettingsError(Exception):
+    """The deployment is misconfigured; the message names the variable and its value."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Settings:
+    models: tuple[str, ...]
+    default_model: str
+    default_max_tokens: int
+    max_tokens_limit: int
+    max_body_bytes: int
+    max_messages: int
+    max_message_chars: int
+    ping_after: float
+    give_up_after: float
+    allowed_origins: tuple[str, ...]
+
+
+def chat_disabled(lookup: Lookup) -> bool:
+    """The kill switch: exactly "1" turns the API off; anything else leaves it on."""
+    return lookup("AI_CHAT_DISABLED") == "1"
+
+
+def _number(lookup: Lookup, key: str, default: T, kind: type[T], low: T, high: T) -> T:
+    raw = lookup(key)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        value = kind(raw.strip())
+    except ValueError:
+        raise SettingsError(f"{key}={raw!r} is not a {kind.__name__}") from None
+    if not (low <= value <= high) or (isinstance(value, float) and not math.isfinite(value)):
+        raise SettingsError(f"{key}={raw!r} must be between {low} and {high}")
+    return value
+
+
+def _list(lookup: Lookup, key: str) -> tuple[str, ...]:
+    raw = lookup(key) or ""
+    return tuple(item for item in (part.strip() for part in raw.split(",")) if item)
+
+
+def load(lookup: Lookup) -> Settings:
+    models = _list(lookup, "AI_MODELS") or DEFAULT_MODELS
+    default_model = (lookup("AI_DEFAULT_MODEL") or "").strip() or models[0]
+    if default_model not in models:
+        raise SettingsError(f"AI_DEFAULT_MODEL={default_model!r} is not in AI_MODELS")
+    limit = _number(lookup, "AI_MAX_TOKENS_LIMIT", 4096, int, 1, 1_000_000)
+    default_tokens = _number(lookup, "AI_MAX_TOKENS_DEFAULT", min(1024, limit), int, 1, limit)
+    ping_after = _number(lookup, "STREAM_PING_SECONDS", 15.0, float, 0.01, 3600.0)
+    give_up_after = _number(lookup, "UPSTREAM_TIMEOUT_SECONDS", 60.0, float, 0.01, 3600.0)
+    return Settings(
+        models=models,
+        default_model=default_model,
+        default_max_tokens=default_tokens,
+        max_tokens_limit=limit,
+        max_body_bytes=_number(lookup, "MAX_BODY_BYTES", 65536, int, 64, 10_000_000),
+        max_messages=_number(lookup, "MAX_MESSAGES", 50, int, 1, 10_000),
+        max_message_chars=_number(lookup, "MAX_MESSAGE_CHARS", 8000, int, 1, 1_000_000),
+        ping_after=ping_after,
+        give_up_after=give_up_after,
+        allowed_origins=_list(lookup, "CORS_ALLOWED_ORIGINS"),
+    )

@@ -1,0 +1,60 @@
+"""The HTTP exchange as the core sees it: plain values, no JavaScript."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+Headers = tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WebRequest:
+    method: str
+    url: str
+    path: str
+    headers: Mapping[str, str]  # lower-case names
+    body: AsyncIterator[bytes]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WebResponse:
+    status: int
+    headers: Headers = ()
+    body: bytes | AsyncIterator[bytes] = b""
+    # For a streamed body: stops the upstream when the client goes away.
+    on_cancel: Callable[[], None] | None = field(default=None)
+
+    def with_headers(self, extra: Headers) -> WebResponse:
+        if not extra:
+            return self
+        return WebResponse(
+            status=self.status,
+            headers=self.headers + extra,
+            body=self.body,
+            on_cancel=self.on_cancel,
+        )
+
+
+JSON_HEADERS: Headers = (
+    ("content-type", "application/json; charset=utf-8"),
+    ("cache-control", "no-store"),
+)
+
+SSE_HEADERS: Headers = (
+    ("content-type", "text/event-stream; charset=utf-8"),
+    ("cache-control", "no-cache, no-transform"),
+    ("x-accel-buffering", "no"),
+)
+
+
+def json_response(status: int, value: Any, headers: Headers = ()) -> WebResponse:
+    body = json.dumps(value, ensure_ascii=False).encode()
+    return WebResponse(status=status, headers=JSON_HEADERS + headers, body=body)
+
+
+async def no_body() -> AsyncIterator[bytes]:
+    return
+    yield b""  # pragma: no cover - makes this an async generator
