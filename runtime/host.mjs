@@ -52,18 +52,37 @@ function fingerprint(sdkSite) {
   return hash.digest("hex").slice(0, 16);
 }
 
-function registerHelpers(py, env) {
-  py.registerJsModule("_pyodide_entrypoint_helper", {
-    cloudflareWorkersModule: { env, waitUntil: () => {} },
-    cloudflareSocketsModule: {},
+// The JS objects workerd hands the SDK, by name, so that a snapshot that refers to
+// them can be given this start's objects again.
+function helperObjects(env) {
+  const workersModule = { env, waitUntil: () => {} };
+  const socketsModule = {};
+  const helper = {
+    cloudflareWorkersModule: workersModule,
+    cloudflareSocketsModule: socketsModule,
     doAnImport: (name) => import(name),
     patchWaitUntil: () => {},
     patch_env_helper: () => {},
-  });
-  py.registerJsModule("_cloudflare_compat_flags", {
-    python_workflows_implicit_dependencies: false,
-    python_request_headers_preserve_commas: false,
-  });
+  };
+  const flags = { python_workflows_implicit_dependencies: false, python_request_headers_preserve_commas: false };
+  return new Map(Object.entries({
+    helper, flags, env, workersModule, socketsModule, waitUntil: workersModule.waitUntil,
+    ...Object.fromEntries(Object.entries(helper).filter(([, v]) => typeof v === "function")),
+  }));
+}
+
+function registerHelpers(py, objects) {
+  py.registerJsModule("_pyodide_entrypoint_helper", objects.get("helper"));
+  py.registerJsModule("_cloudflare_compat_flags", objects.get("flags"));
+}
+
+function snapshotSerializer(objects) {
+  const names = new Map([...objects].map(([name, obj]) => [obj, name]));
+  return (obj) => {
+    const name = names.get(obj);
+    if (name === undefined) throw new Error("snapshot refers to an unknown JS object");
+    return { name };
+  };
 }
 
 const SDK_IMPORT = `
@@ -72,7 +91,7 @@ import workers, workers.entrypoints, workers.rpc, asyncio, json, logging, gc
 
 // A snapshot captures Pyodide with the SDK imported (not our sources, which are
 // loaded fresh every start), so a restart skips the ~3 s interpreter boot.
-async function bootPyodide(root, sdkSite, env, log) {
+async function bootPyodide(root, sdkSite, objects, log) {
   const cacheDir = path.join(root, ".cache", "pyodide");
   const snapFile = path.join(cacheDir, `snapshot-${fingerprint(sdkSite)}.bin`);
   const indexURL = path.dirname(require.resolve("pyodide/pyodide.mjs")) + path.sep;
@@ -80,7 +99,7 @@ async function bootPyodide(root, sdkSite, env, log) {
   if (useSnapshot && fs.existsSync(snapFile)) {
     try {
       const py = await loadPyodide({ indexURL, _loadSnapshot: new Uint8Array(fs.readFileSync(snapFile)),
-        _snapshotDeserializer: () => {} });
+        _snapshotDeserializer: ({ name }) => objects.get(name) });
       return { py, fromSnapshot: true };
     } catch (err) {
       log(`snapshot unusable (${err.message}); booting cold`);
@@ -89,11 +108,11 @@ async function bootPyodide(root, sdkSite, env, log) {
   const py = await loadPyodide({ indexURL, _makeSnapshot: useSnapshot });
   copyInto(py, path.join(sdkSite, "workers"), `${SITE}/workers`);
   copyInto(py, path.join(sdkSite, "_workers_sdk_entropy_import_context.py"), `${SITE}/_workers_sdk_entropy_import_context.py`);
-  registerHelpers(py, env);
+  registerHelpers(py, objects);
   await py.runPythonAsync(SDK_IMPORT);
   if (useSnapshot) {
     try {
-      const snap = py.makeMemorySnapshot();
+      const snap = py.makeMemorySnapshot({ serializer: snapshotSerializer(objects) });
       fs.mkdirSync(cacheDir, { recursive: true });
       for (const old of fs.readdirSync(cacheDir)) fs.rmSync(path.join(cacheDir, old));
       fs.writeFileSync(snapFile, snap);
@@ -106,8 +125,9 @@ async function bootPyodide(root, sdkSite, env, log) {
 
 export async function startWorker({ root, main, env, sdkSite = findSdk(root), log = console.error }) {
   const t0 = performance.now();
-  const { py, fromSnapshot } = await bootPyodide(root, sdkSite, env, log);
-  registerHelpers(py, env);
+  const objects = helperObjects(env);
+  const { py, fromSnapshot } = await bootPyodide(root, sdkSite, objects, log);
+  registerHelpers(py, objects);
   const srcDir = path.dirname(main);
   copyInto(py, srcDir, WORKER_DIR);
   const entryModule = path.basename(main, ".py");
