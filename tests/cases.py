@@ -1,0 +1,47 @@
+"""Bad-input cases shared by the host tests and the over-HTTP tests: one table, two paths."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+USER = [{"role": "user", "content": "hi"}]
+JSON = "application/json"
+
+# (name, content type, raw body, status, error code, text the message must contain)
+CASES: list[tuple[str, str | None, bytes, int, str, str]] = []
+
+
+def case(name: str, body: Any, status: int, code: str, needle: str, ctype: str | None = JSON) -> None:
+    raw = body if isinstance(body, bytes) else json.dumps(body).encode()
+    CASES.append((name, ctype, raw, status, code, needle))
+
+
+case("no content type", {"messages": USER}, 415, "unsupported_media_type", "application/json", None)
+case("text/plain", {"messages": USER}, 415, "unsupported_media_type", "text/plain", "text/plain")
+case("empty body", b"", 400, "invalid_json", "empty")
+case("broken json", b'{"messages": [', 400, "invalid_json", "not valid JSON")
+case("not utf-8", b'{"messages": "\xff"}', 400, "invalid_json", "UTF-8")
+case("NaN literal", b'{"messages": [], "temperature": NaN}', 400, "invalid_json", "NaN")
+case("array body", [1], 400, "invalid_json", "JSON object")
+case("unknown field", {"messages": USER, "stream": True}, 400, "unknown_field", "stream")
+case("messages missing", {}, 400, "invalid_field", "messages")
+case("messages not a list", {"messages": "hi"}, 400, "invalid_field", "messages")
+case("messages empty", {"messages": []}, 400, "invalid_field", "messages")
+case("message not an object", {"messages": ["hi"]}, 400, "invalid_field", "messages[0]")
+case("bad role", {"messages": [{"role": "tool", "content": "x"}]}, 400, "invalid_field", "messages[0].role")
+case("missing content", {"messages": [{"role": "user"}]}, 400, "invalid_field", "messages[0].content")
+case("content not a string", {"messages": [{"role": "user", "content": 5}]}, 400, "invalid_field", "messages[0].content")
+case("blank user content", {"messages": [{"role": "user", "content": "  "}]}, 400, "invalid_field", "messages[0].content")
+case("extra message field", {"messages": [{"role": "user", "content": "x", "name": "n"}]}, 400, "unknown_field", "messages[0].name")
+case("too many messages", {"messages": USER * 51}, 400, "too_many_messages", "51")
+case("message too long", {"messages": [{"role": "user", "content": "x" * 8001}]}, 400, "message_too_long", "messages[0].content")
+case("unknown model", {"messages": USER, "model": "@cf/evil/x"}, 400, "unknown_model", "@cf/evil/x")
+case("model not a string", {"messages": USER, "model": 3}, 400, "invalid_field", "model")
+case("max_tokens zero", {"messages": USER, "max_tokens": 0}, 400, "invalid_field", "max_tokens")
+case("max_tokens above cap", {"messages": USER, "max_tokens": 4097}, 400, "invalid_field", "4096")
+case("max_tokens float", {"messages": USER, "max_tokens": 1.5}, 400, "invalid_field", "max_tokens")
+case("max_tokens bool", {"messages": USER, "max_tokens": True}, 400, "invalid_field", "max_tokens")
+case("temperature string", {"messages": USER, "temperature": "hot"}, 400, "invalid_field", "temperature")
+case("temperature too high", {"messages": USER, "temperature": 5.5}, 400, "invalid_field", "temperature")
+case("body too large", {"messages": [{"role": "user", "content": "x" * 70000}]}, 413, "body_too_large", "65536")

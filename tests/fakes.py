@@ -1,0 +1,67 @@
+"""Fake upstreams built from plain data, not mocks: they really wait, fail and record."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass, field
+
+STALL = object()
+
+
+@dataclass
+class FakeSource:
+    """Yields each step after its delay; an Exception step raises, STALL never returns."""
+
+    steps: list[tuple[float, object]]
+    reads: int = 0
+    reads_after_cancel: int = 0
+    cancelled: int = 0
+    _next: int = 0
+
+    async def read(self) -> bytes | None:
+        self.reads += 1
+        if self.cancelled:
+            self.reads_after_cancel += 1
+        if self._next >= len(self.steps):
+            return None
+        delay, step = self.steps[self._next]
+        self._next += 1
+        if step is STALL:
+            await asyncio.Event().wait()
+        await asyncio.sleep(delay)
+        if isinstance(step, Exception):
+            raise step
+        assert isinstance(step, bytes)
+        return step
+
+    def cancel(self) -> None:
+        self.cancelled += 1
+
+
+def frames(*texts: str, done: bool = True, usage: dict[str, int] | None = None) -> list[tuple[float, object]]:
+    steps: list[tuple[float, object]] = [
+        (0.0, b"data: " + json.dumps({"response": t}).encode() + b"\n\n") for t in texts
+    ]
+    if usage is not None:
+        steps.append((0.0, b"data: " + json.dumps({"response": "", "usage": usage}).encode() + b"\n\n"))
+    if done:
+        steps.append((0.0, b"data: [DONE]\n\n"))
+    return steps
+
+
+@dataclass
+class FakeModel:
+    """A ChatModel whose stream() hands out FakeSources, or raises what it is given."""
+
+    make: object
+    calls: list[tuple[str, dict[str, object]]] = field(default_factory=list)
+    sources: list[FakeSource] = field(default_factory=list)
+
+    async def stream(self, model: str, inputs: dict[str, object]) -> FakeSource:
+        self.calls.append((model, inputs))
+        if isinstance(self.make, Exception):
+            raise self.make
+        source = FakeSource(list(self.make))  # type: ignore[call-overload]
+        self.sources.append(source)
+        return source

@@ -1,0 +1,134 @@
+import json
+
+import pytest
+
+from upstream import UpstreamDecoder
+
+
+def run(chunks: list[bytes]) -> tuple[list[str], UpstreamDecoder, bool]:
+    decoder = UpstreamDecoder()
+    texts: list[str] = []
+    done = False
+    for chunk in chunks:
+        out = decoder.feed(chunk)
+        texts += out.texts
+        done = done or out.done
+    out = decoder.flush()
+    texts += out.texts
+    return texts, decoder, done or out.done
+
+
+def native(text: object, **extra: object) -> bytes:
+    return b"data: " + json.dumps({"response": text, "p": "pad", **extra}).encode() + b"\n\n"
+
+
+def openai(content: str | None, finish: str | None = None) -> bytes:
+    delta = {} if content is None else {"content": content}
+    frame = {"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+    return b"data: " + json.dumps(frame).encode() + b"\n\n"
+
+
+USAGE = {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5}
+
+STREAMS: dict[str, tuple[bytes, list[str], dict[str, object]]] = {
+    "native": (
+        native("Hel") + native("lo ") + native("wörld 🌍") + native("", usage=USAGE) + b"data: [DONE]\n\n",
+        ["Hel", "lo ", "wörld 🌍"],
+        {"usage": USAGE, "finish_reason": None, "done": True},
+    ),
+    "openai": (
+        b'data: {"choices":[{"delta":{"role":"assistant","content":""}}]}\n\n'
+        + openai("Hi")
+        + openai(" there")
+        + openai(None, "length")
+        + b"data: " + json.dumps({"choices": [], "usage": USAGE}).encode() + b"\n\n"
+        + b"data: [DONE]\n\n",
+        ["Hi", " there"],
+        {"usage": USAGE, "finish_reason": "length", "done": True},
+    ),
+    "crlf, comments, padding-only, missing and numeric values": (
+        b": keep-alive\r\n\r\n"
+        b'data: {"p":"xxxx"}\r\n\r\n'
+        b'data: {"response":null}\r\n\r\n'
+        b'data: {"response":42}\r\n\r\n'
+        b'data: {"response":1.5}\r\n\r\n'
+        b'event: message\r\nid: 3\r\ndata: {"response":"a"}\r\n\r\n'
+        b"data: [DONE]\r\n\r\n",
+        ["42", "1.5", "a"],
+        {"usage": None, "finish_reason": None, "done": True},
+    ),
+    "bare CR line ends and multi-line data": (
+        b'data: {"response":\rdata: "x\\ny"}\r\rdata:[DONE]\r\r',
+        ["x\ny"],
+        {"usage": None, "finish_reason": None, "done": True},
+    ),
+    "malformed frames are skipped and counted": (
+        native("a") + b"data: {oops\n\n" + b"data: [1,2]\n\n" + native("b") + b"data: [DONE]\n\n",
+        ["a", "b"],
+        {"usage": None, "finish_reason": None, "done": True, "malformed": 2},
+    ),
+    "ends without [DONE]": (
+        native("a") + native("b"),
+        ["a", "b"],
+        {"usage": None, "finish_reason": None, "done": False},
+    ),
+    "frame cut off by the end still counts": (
+        native("a") + b'data: {"response":"b"}',
+        ["a", "b"],
+        {"done": False},
+    ),
+    "nothing after [DONE] is read": (
+        native("a") + b"data: [DONE]\n\n" + native("late"),
+        ["a"],
+        {"done": True},
+    ),
+}
+
+
+def check(name: str, chunks: list[bytes]) -> None:
+    _, expected_texts, facts = STREAMS[name]
+    texts, decoder, done = run(chunks)
+    assert texts == expected_texts, chunks
+    assert done is facts["done"]
+    for key in ("usage", "finish_reason", "malformed"):
+        if key in facts:
+            assert getattr(decoder, key) == facts[key]
+
+
+@pytest.mark.parametrize("name", list(STREAMS))
+def test_whole(name: str) -> None:
+    check(name, [STREAMS[name][0]])
+
+
+@pytest.mark.parametrize("name", list(STREAMS))
+def test_every_single_split_point(name: str) -> None:
+    wire = STREAMS[name][0]
+    for at in range(len(wire) + 1):
+        check(name, [wire[:at], wire[at:]])
+
+
+@pytest.mark.parametrize("name", list(STREAMS))
+def test_every_two_split_points(name: str) -> None:
+    wire = STREAMS[name][0]
+    step = max(1, len(wire) // 60)
+    for a in range(0, len(wire) + 1, step):
+        for b in range(a, len(wire) + 1, step):
+            check(name, [wire[:a], wire[a:b], wire[b:]])
+
+
+@pytest.mark.parametrize("name", list(STREAMS))
+def test_byte_at_a_time(name: str) -> None:
+    wire = STREAMS[name][0]
+    check(name, [wire[i : i + 1] for i in range(len(wire))])
+
+
+def test_invalid_utf8_is_replaced_not_fatal() -> None:
+    texts, decoder, done = run([b'data: {"response":"a\xff"}\n\ndata: [DONE]\n\n'])
+    assert decoder.malformed == 0 and done
+    assert texts == ["a\ufffd"]
+
+
+def test_usage_keeps_only_integer_counts() -> None:
+    texts, decoder, _ = run([b'data: {"response":"","usage":{"prompt_tokens":1,"total_tokens":"x","extra":2,"completion_tokens":true}}\n\n'])
+    assert texts == []
+    assert decoder.usage == {"prompt_tokens": 1}
