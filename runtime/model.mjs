@@ -164,6 +164,8 @@ export class Ai {
         if (chunk.token) tokenCount += 1;
         call.chunksSent += 1;
         controller.enqueue(chunk.bytes);
+        // Like a network body, the end follows the last bytes at once.
+        if (next >= chunks.length) { call.closedAt = performance.now(); controller.close(); }
       },
       cancel() {
         if (call.cancelledAt === null) call.cancelledAt = performance.now();

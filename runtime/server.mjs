@@ -9,6 +9,7 @@
 //   DELETE /__local/calls   forget them
 //   PUT /__local/vars       {"NAME": "value" | null}: change a var live, like the dashboard
 //   GET /__local/stats      live stream proxies, Python objects and process memory
+//   GET /__local/disconnects  when clients went away mid-response (runtime clock, ms)
 import http from "node:http";
 import fs from "node:fs";
 import path from "node:path";
@@ -57,8 +58,10 @@ async function readJson(req) {
   return JSON.parse(Buffer.concat(parts).toString("utf8") || "{}");
 }
 
-export async function startServer({ envName, port = 8787, paceMs = 40, log = console.log } = {}) {
+export async function startServer({ envName, port = 8787, paceMs = 40, vars = {}, log = console.log } = {}) {
   const config = loadConfig(ROOT, envName);
+  Object.assign(config.vars, vars);
+  const disconnects = [];
   const ai = new Ai({ paceMs });
   const env = { ...config.vars };
   env[config.aiBinding ?? "AI"] = ai;
@@ -74,6 +77,7 @@ export async function startServer({ envName, port = 8787, paceMs = 40, log = con
       }
       return sendJson(res, 200, Object.fromEntries(Object.entries(env).filter(([, v]) => typeof v === "string")));
     }
+    if (url.pathname === "/__local/disconnects" && req.method === "GET") return sendJson(res, 200, disconnects);
     if (url.pathname === "/__local/stats" && req.method === "GET") {
       global.gc?.();
       return sendJson(res, 200, { ...worker.stats(), memory: process.memoryUsage() });
@@ -94,6 +98,8 @@ export async function startServer({ envName, port = 8787, paceMs = 40, log = con
     let reader = null;
     res.on("close", () => {
       if (finished) return;
+      disconnects.push({ path: url, at: performance.now() });
+      if (disconnects.length > 2000) disconnects.shift();
       abort.abort(new Error("client disconnected"));
       reader?.cancel(new Error("client disconnected")).catch(() => {});
     });
@@ -164,11 +170,18 @@ export async function startServer({ envName, port = 8787, paceMs = 40, log = con
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const { values } = parseArgs({ options: {
     env: { type: "string" }, port: { type: "string" }, pace: { type: "string" },
+    var: { type: "string", multiple: true }, "exit-on-stdin-eof": { type: "boolean" },
   } });
+  const vars = {};
+  for (const item of values.var ?? []) {
+    const at = item.indexOf("=");
+    if (at < 1) throw new Error(`--var wants NAME=VALUE, got ${item}`);
+    vars[item.slice(0, at)] = item.slice(at + 1);
+  }
   const port = Number(values.port ?? process.env.PORT ?? 8787);
   const paceMs = Number(values.pace ?? process.env.LOCAL_AI_PACE_MS ?? 40);
   const started = performance.now();
-  const { server, worker, port: bound } = await startServer({ envName: values.env, port, paceMs });
+  const { server, worker, port: bound } = await startServer({ envName: values.env, port, paceMs, vars });
   console.log(`ai-chat local runtime ready in ${(performance.now() - started).toFixed(0)} ms ` +
     `(${worker.fromSnapshot ? "warm, from snapshot" : "cold"}) on http://127.0.0.1:${bound}/`);
   const stop = () => {
@@ -179,4 +192,6 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   };
   process.on("SIGINT", stop);
   process.on("SIGTERM", stop);
+  // Test harnesses hold our stdin open; if they die, we stop by ourselves.
+  if (values["exit-on-stdin-eof"]) { process.stdin.on("end", stop); process.stdin.on("error", stop); process.stdin.resume(); }
 }

@@ -1,0 +1,238 @@
+"""The real Worker (src/ in Pyodide with the Workers SDK) over real HTTP, on the local runtime."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from cases import CASES
+from conftest import Runtime, expected_tokens, expected_usage, expected_wire, parse_sse
+
+pytestmark = pytest.mark.runtime
+
+NATIVE = "@cf/meta/llama-3.1-8b-instruct"
+OPENAI_SHAPED = "@cf/openai/gpt-oss-20b"
+
+
+def convo(text: str) -> list[dict[str, str]]:
+    return [{"role": "system", "content": "be kind"}, {"role": "user", "content": text}]
+
+
+def post(rt: Runtime, body: dict[str, object]) -> httpx.Response:
+    with rt.client() as client:
+        return client.post("/api/v1/chat", json=body)
+
+
+@pytest.mark.parametrize("model", [NATIVE, OPENAI_SHAPED])
+def test_complete_answer_exact_bytes(runtime: Runtime, model: str) -> None:
+    messages = convo("[[pace:1]] Tell me about édge & \"quotes\" 🌍")
+    response = post(runtime, {"messages": messages, "model": model})
+    assert response.status_code == 200
+    assert response.headers["content-type"] == "text/event-stream; charset=utf-8"
+    assert response.headers["cache-control"] == "no-cache, no-transform"
+    assert response.headers["x-accel-buffering"] == "no"
+    assert response.content == expected_wire(messages)
+    call = runtime.last_call()
+    assert call["model"] == model
+    assert call["inputs"] == {"messages": messages, "stream": True, "max_tokens": 1024}
+    assert call["cancelledAt"] is None
+
+
+@pytest.mark.parametrize("model", [NATIVE, OPENAI_SHAPED])
+def test_max_tokens_is_passed_and_a_cut_answer_says_length(runtime: Runtime, model: str) -> None:
+    messages = convo("[[pace:0]] count")
+    events = parse_sse(post(runtime, {"messages": messages, "model": model, "max_tokens": 3}).content)
+    assert [data["text"] for name, data in events if name == "content_block_delta"] == expected_tokens(messages)[:3]  # type: ignore[index]
+    prompt = expected_usage(messages)["prompt_tokens"]
+    assert events[-2] == ("message_stop", {"stop_reason": "length", "usage": {"prompt_tokens": prompt, "completion_tokens": 3, "total_tokens": prompt + 3}})
+    assert runtime.last_call()["inputs"]["max_tokens"] == 3  # type: ignore[index]
+
+
+def test_events_arrive_spread_out_at_the_model_pace(runtime: Runtime) -> None:
+    arrivals: list[float] = []
+    with runtime.client() as client, client.stream("POST", "/api/v1/chat", json={"messages": convo("[[pace:30]] pace me")}) as r:
+        buffer = b""
+        for chunk in r.iter_raw():
+            buffer += chunk
+            while b"\n\n" in buffer:
+                block, buffer = buffer.split(b"\n\n", 1)
+                if block.startswith(b"event: content_block_delta"):
+                    arrivals.append(time.monotonic())
+    n = len(arrivals)
+    assert n == len(expected_tokens(convo("[[pace:30]] pace me")))
+    span = arrivals[-1] - arrivals[0]
+    # 30 ms per token: at least half of the ideal spread, so nothing was buffered to the end.
+    assert span >= 0.5 * 0.030 * (n - 1), span
+    gaps = [b - a for a, b in zip(arrivals, arrivals[1:])]
+    assert sum(g > 0.010 for g in gaps) >= 0.7 * len(gaps)
+
+
+def test_disconnect_cancels_the_model_within_50ms_and_no_read_follows(runtime: Runtime) -> None:
+    latencies = []
+    for _ in range(5):
+        with runtime.client() as client, client.stream("POST", "/api/v1/chat", json={"messages": convo("[[pace:40]] long answer please")}) as r:
+            seen = 0
+            for chunk in r.iter_raw():
+                seen += chunk.count(b"event: content_block_delta")
+                if seen >= 3:
+                    break
+        call = runtime.wait_for(lambda c: c["cancelledAt"] is not None)
+        disconnect = httpx.get(runtime.url + "/__local/disconnects").json()[-1]["at"]
+        latencies.append(call["cancelledAt"] - disconnect)  # type: ignore[operator]
+        time.sleep(0.15)  # longer than a token: a read after the cancel would show now
+        call = runtime.last_call()
+        assert call["readsAfterCancel"] == 0
+        assert call["closedAt"] is None
+    assert max(latencies) < 50, latencies
+
+
+FAULTS = {
+    "midstream": ("error", "upstream_error"),
+    "stall": ("error", "upstream_timeout"),
+    "nodone": ("error", "upstream_incomplete"),
+    "malformed": ("message_stop", None),
+}
+
+
+@pytest.mark.parametrize("model", [NATIVE, OPENAI_SHAPED])
+@pytest.mark.parametrize("fault", list(FAULTS))
+def test_fault_modes_end_in_their_terminal_events(runtime: Runtime, model: str, fault: str) -> None:
+    messages = convo(f"[[fault:{fault}]] [[pace:2]] go")
+    started = time.monotonic()
+    response = post(runtime, {"messages": messages, "model": model})
+    assert time.monotonic() - started < 5
+    assert response.status_code == 200
+    events = parse_sse(response.content)
+    texts = [data["text"] for name, data in events if name == "content_block_delta"]  # type: ignore[index]
+    tokens = expected_tokens(messages)
+    assert events[-1] == ("done", {})
+    name, code = FAULTS[fault]
+    assert events[-2][0] == name
+    if code:
+        assert events[-2][1]["error"] == code  # type: ignore[index]
+    expected_count = {"midstream": 3, "stall": 2}.get(fault, len(tokens))
+    assert texts == tokens[:expected_count]
+    if fault == "stall":
+        assert (":", "ping") in events
+        call = runtime.wait_for(lambda c: c["cancelledAt"] is not None)
+        assert call["readsAfterCancel"] == 0
+
+
+@pytest.mark.parametrize("model", [NATIVE, OPENAI_SHAPED])
+def test_frames_split_at_random_bytes_give_the_same_answer(runtime: Runtime, model: str) -> None:
+    messages = convo("[[fault:split]] [[pace:1]] ünïcode ✓ split")
+    response = post(runtime, {"messages": messages, "model": model})
+    assert response.content == expected_wire(messages)
+
+
+def test_throw_before_streaming_is_502_without_detail(runtime: Runtime) -> None:
+    response = post(runtime, {"messages": convo("[[fault:throw]]")})
+    assert response.status_code == 502
+    assert response.json() == {"error": "upstream_error", "message": "The model could not be reached."}
+
+
+@pytest.mark.parametrize(("name", "ctype", "raw", "status", "code", "needle"), CASES, ids=[c[0] for c in CASES])
+def test_bad_input_over_http(runtime: Runtime, name: str, ctype: str | None, raw: bytes, status: int, code: str, needle: str) -> None:
+    headers = {"content-type": ctype} if ctype else {}
+    with runtime.client() as client:
+        response = client.post("/api/v1/chat", content=raw, headers=headers)
+    assert response.status_code == status
+    assert response.headers["content-type"] == "application/json; charset=utf-8"
+    body = response.json()
+    assert body["error"] == code and needle in body["message"]
+
+
+def test_oversized_chunked_body_is_refused_without_content_length(runtime: Runtime) -> None:
+    def chunks() -> Iterator[bytes]:
+        yield b'{"messages":[{"role":"user","content":"'
+        for _ in range(20):
+            yield b"x" * 4096
+        yield b'"}]}'
+
+    with runtime.client() as client:
+        response = client.post("/api/v1/chat", content=chunks(), headers={"content-type": "application/json"})
+    assert response.status_code == 413
+    assert response.json()["error"] == "body_too_large"
+
+
+def test_routes_methods_and_models(runtime: Runtime) -> None:
+    with runtime.client() as client:
+        assert client.get("/api/v1/nope").json()["error"] == "not_found"
+        wrong = client.put("/api/v1/chat")
+        assert (wrong.status_code, wrong.headers["allow"]) == (405, "POST, OPTIONS")
+        assert client.get("/api/v1/models").json() == {"models": [NATIVE, OPENAI_SHAPED], "default": NATIVE}
+        page = client.get("/")
+        assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+
+
+def test_kill_switch_flips_on_the_next_request(runtime: Runtime) -> None:
+    before = len(runtime.calls())
+    try:
+        for value, status in [("1", 503), ("0", 200), ("1", 503), (None, 200)]:
+            runtime.set_vars(AI_CHAT_DISABLED=value)
+            response = post(runtime, {"messages": convo("[[pace:0]] hi")})
+            assert response.status_code == status
+            if status == 503:
+                assert response.json()["error"] == "ai_unavailable"
+        with runtime.client() as client:
+            runtime.set_vars(AI_CHAT_DISABLED="1")
+            assert client.post("/api/v1/chat", content=b"{broken").status_code == 503
+            assert client.get("/api/v1/models").status_code == 503
+    finally:
+        runtime.set_vars(AI_CHAT_DISABLED=None)
+    assert len(runtime.calls()) == before + 2
+
+
+def test_request_signal_abort_stops_upstream_before_first_token(runtime: Runtime) -> None:
+    with runtime.client() as client, client.stream("POST", "/api/v1/chat", json={"messages": convo("[[pace:300]] slow")}) as r:
+        assert r.status_code == 200
+    call = runtime.wait_for(lambda c: c["cancelledAt"] is not None)
+    assert call["readsAfterCancel"] == 0
+
+
+async def one_stream(client: httpx.AsyncClient, i: int, cancel: bool) -> bool:
+    messages = convo(f"[[pace:1]] stream {i}")
+    async with client.stream("POST", "/api/v1/chat", json={"messages": messages}) as r:
+        raw = b""
+        async for chunk in r.aiter_raw():
+            raw += chunk
+            if cancel and raw.count(b"content_block_delta") >= 2:
+                return True
+    return raw == expected_wire(messages)
+
+
+def test_fifty_concurrent_streams_all_complete(runtime: Runtime) -> None:
+    async def main() -> list[bool]:
+        async with httpx.AsyncClient(base_url=runtime.url, timeout=30, limits=httpx.Limits(max_connections=60)) as client:
+            return await asyncio.gather(*(one_stream(client, i, False) for i in range(50)))
+
+    assert all(asyncio.run(main()))
+
+
+def test_five_hundred_streams_half_cancelled_leak_nothing(runtime: Runtime) -> None:
+    async def batch(start: int) -> list[bool]:
+        async with httpx.AsyncClient(base_url=runtime.url, timeout=30) as client:
+            return await asyncio.gather(*(one_stream(client, i, i % 2 == 1) for i in range(start, start + 50)))
+
+    async def warm_then_run(n: int) -> None:
+        for start in range(0, n, 50):
+            assert all(await batch(start))
+
+    asyncio.run(warm_then_run(100))
+    time.sleep(0.3)
+    before = runtime.stats()
+    asyncio.run(warm_then_run(500))
+    time.sleep(0.3)
+    after = runtime.stats()
+    assert after["live"] == 0
+    assert after["created"] == after["destroyed"]
+    grown_objects = after["py_objects"] - before["py_objects"]  # type: ignore[operator]
+    grown_heap = after["memory"]["heapUsed"] - before["memory"]["heapUsed"]  # type: ignore[index]
+    print(f"\n500 streams: +{grown_objects} Python objects, {grown_heap / 1e6:+.1f} MB JS heap; stats {after}")
+    assert grown_objects < 2000
+    assert grown_heap < 40e6
