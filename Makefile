@@ -26,7 +26,7 @@ dev: setup
 	PORT=$(PORT) node runtime/server.mjs $(if $(ENV),--env $(ENV))
 
 test: setup
-	node --test public/tests/
+	node --test tests/js/
 	$(UV) run --locked pytest
 
 bench: setup

@@ -1,0 +1,130 @@
+"""The chat page in headless Debian Chromium against the local runtime."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, Runtime
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+ARTIFACTS = ROOT / "test-artifacts"
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"no Chromium at {CHROMIUM}: apt-get install chromium"),
+]
+
+if Path(CHROMIUM).exists():
+    from playwright.sync_api import Browser, Page, expect, sync_playwright
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    with sync_playwright() as p:
+        b = p.chromium.launch(
+            executable_path=CHROMIUM,
+            args=["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"],
+        )
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser: Browser, runtime: Runtime) -> Iterator[Page]:
+    context = browser.new_context(viewport={"width": 1000, "height": 800})
+    pg = context.new_page()
+    errors: list[str] = []
+    pg.on("pageerror", lambda e: errors.append(str(e)))
+    pg.goto(runtime.url + "/")
+    expect(pg.locator("#model option")).to_have_count(2)
+    yield pg
+    context.close()
+    assert errors == []
+
+
+def send(page: Page, text: str) -> None:
+    page.fill("#prompt", text)
+    page.press("#prompt", "Enter")
+
+
+def test_answer_appears_progressively(page: Page) -> None:
+    send(page, "[[pace:60]] hello browser")
+    answer = page.locator(".msg.assistant .text").last
+    lengths: list[int] = []
+    deadline = time.monotonic() + 10
+    while page.locator(".msg.assistant[data-outcome]").count() == 0 and time.monotonic() < deadline:
+        lengths.append(len(answer.inner_text()))
+        time.sleep(0.05)
+    expect(page.locator(".msg.assistant").last).to_have_attribute("data-outcome", "complete")
+    growth = sorted(set(n for n in lengths if n > 0))
+    assert len(growth) >= 3, lengths
+    assert lengths == sorted(lengths)
+    assert answer.inner_text().startswith("You said: hello browser.")
+    expect(page.locator("#send")).to_be_enabled()
+
+
+def test_stop_mid_answer_cancels_the_model(page: Page, runtime: Runtime) -> None:
+    send(page, "[[pace:150]] a long one")
+    expect(page.locator("#send")).to_be_disabled()
+    expect(page.locator(".msg.assistant .text").last).not_to_have_text("")
+    page.click("#stop")
+    expect(page.locator(".msg.assistant").last).to_have_attribute("data-outcome", "aborted")
+    call = runtime.wait_for(lambda c: c["cancelledAt"] is not None)
+    assert call["readsAfterCancel"] == 0
+    expect(page.locator("#stop")).to_be_hidden()
+
+
+def test_html_in_messages_is_shown_as_text(page: Page) -> None:
+    payload = '<img src=x onerror="window.pwned=1"><script>window.pwned=2</script>'
+    send(page, f"[[pace:0]] {payload}")
+    expect(page.locator(".msg.assistant").last).to_have_attribute("data-outcome", "complete")
+    assert page.locator(".msg.user .text").last.inner_text() == f"[[pace:0]] {payload}"
+    assert payload in page.locator(".msg.assistant .text").last.inner_text()
+    assert page.locator("#log img, #log script").count() == 0
+    assert page.evaluate("window.pwned") is None
+
+
+def test_upstream_error_shows_error_state_and_retry_works(page: Page, runtime: Runtime) -> None:
+    send(page, "[[fault:midstream]] [[pace:5]] boom")
+    failed = page.locator(".msg.assistant.error").last
+    expect(failed).to_have_attribute("data-outcome", "failed")
+    expect(failed.locator(".note")).to_contain_text("The model stream failed.")
+    runtime.set_vars(AI_CHAT_DISABLED="1")
+    try:
+        failed.locator(".retry").click()
+        expect(page.locator(".msg.assistant.error .note").last).to_contain_text("turned off")
+    finally:
+        runtime.set_vars(AI_CHAT_DISABLED=None)
+
+
+def test_multi_turn_enter_and_shift_enter_and_screenshot(page: Page) -> None:
+    page.fill("#prompt", "first line")
+    page.press("#prompt", "Shift+Enter")
+    page.keyboard.type("[[pace:0]] second line")
+    assert page.locator(".msg").count() == 0
+    page.press("#prompt", "Enter")
+    expect(page.locator(".msg.assistant").last).to_have_attribute("data-outcome", "complete")
+    assert page.locator(".msg.user .text").first.inner_text() == "first line\n[[pace:0]] second line"
+    send(page, "[[pace:0]] and again")
+    expect(page.locator(".msg.assistant").nth(1)).to_have_attribute("data-outcome", "complete")
+    assert "in turn 3." in page.locator(".msg.assistant .text").nth(1).inner_text()
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "chat.png"), full_page=True)
+
+
+def test_phone_width_has_no_horizontal_scroll(browser: Browser, runtime: Runtime) -> None:
+    context = browser.new_context(viewport={"width": 360, "height": 740}, is_mobile=True, has_touch=True)
+    page = context.new_page()
+    page.goto(runtime.url + "/")
+    send(page, "[[pace:0]] " + "averyveryverylongwordwithoutanyspaces" * 4)
+    expect(page.locator(".msg.assistant").last).to_have_attribute("data-outcome", "complete")
+    assert page.evaluate("document.documentElement.scrollWidth") <= 360
+    assert page.locator("#send").is_visible()
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "chat-phone.png"))
+    context.close()
