@@ -91,8 +91,13 @@ ROUTES: dict[str, Route] = {
 }
 
 
-def add_routes(routes: Mapping[str, Route]) -> None:
+# Unknown paths under a prefix answer in that API's error shape.
+PREFIX_ERRORS: dict[str, ErrorRenderer] = {}
+
+
+def add_routes(routes: Mapping[str, Route], *, prefix: str, render_error: ErrorRenderer) -> None:
     ROUTES.update(routes)
+    PREFIX_ERRORS[prefix] = render_error
 
 
 def _origin_of(url: str) -> str:
@@ -126,7 +131,8 @@ def preflight(request: WebRequest, route: Route, cors: Headers) -> WebResponse:
 
 
 def not_found(path: str) -> WebResponse:
-    return app_error(ApiError(404, "not_found", f"no route for {path}"))
+    render = next((r for p, r in PREFIX_ERRORS.items() if path.startswith(p)), app_error)
+    return render(ApiError(404, "not_found", f"no route for {path}"))
 
 
 async def handle(request: WebRequest, env: Lookup, model: ChatModel) -> WebResponse:

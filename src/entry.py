@@ -11,9 +11,10 @@ from pyodide.ffi import JsException
 from workers import Response, WorkerEntrypoint
 
 import app
+import openai_compat  # noqa: F401  (registers the /v1 routes)
 
 from errors import ApiError
-from jsstream import JsByteSource, OutgoingStream, iter_stream
+from jsstream import AbortWatch, JsByteSource, OutgoingStream, iter_stream
 from web import WebRequest, WebResponse
 
 
@@ -32,8 +33,9 @@ class _OneShot:
 
 
 class WorkersAi:
-    def __init__(self, env: Any) -> None:
+    def __init__(self, env: Any, watch: AbortWatch) -> None:
         self._env = env
+        self._watch = watch
 
     async def stream(self, model: str, inputs: dict[str, Any]) -> app.ByteSource:
         binding = getattr(self._env, "AI", None)
@@ -44,7 +46,10 @@ class WorkersAi:
         except JsException as exc:
             raise app.UpstreamFailure(str(exc)) from exc
         if getattr(getattr(result, "constructor", None), "name", None) == "ReadableStream":
-            return JsByteSource(result)
+            source = JsByteSource(result)
+            # The client leaving stops the upstream read, streamed answer or not.
+            self._watch.add(source.cancel)
+            return source
         return _OneShot(result)
 
 
@@ -67,16 +72,23 @@ class Default(WorkerEntrypoint):
             headers={str(k): str(v) for k, v in raw.headers.entries()},
             body=iter_stream(raw.body),
         )
-        response = await app.handle(web, _lookup(self.env), WorkersAi(self.env))
-        return _to_response(response, raw.signal)
+        watch = AbortWatch(raw.signal)
+        try:
+            response = await app.handle(web, _lookup(self.env), WorkersAi(self.env, watch))
+        except BaseException:
+            watch.release()
+            raise
+        return _to_response(response, watch)
 
 
-def _to_response(response: WebResponse, signal: Any) -> Response:
+def _to_response(response: WebResponse, watch: AbortWatch) -> Response:
     headers = js.Headers.new()
     for name, value in response.headers:
         headers.append(name, value)
     if isinstance(response.body, bytes):
+        watch.release()
         body: Any = response.body or None
     else:
-        body = OutgoingStream(response.body, response.on_cancel, signal).stream
+        # The stream releases the watch when it ends, however it ends.
+        body = OutgoingStream(response.body, response.on_cancel, watch).stream
     return Response(body, status=response.status, headers=headers)

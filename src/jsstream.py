@@ -19,8 +19,8 @@ log = logging.getLogger("jsstream")
 
 _NOOP = js.Function.new("")  # a JS function, so ignoring a promise costs no proxy
 
-# Alive while its proxies are: a leaked proxy keeps its stream here (see live_streams()).
-_LIVE: weakref.WeakSet[OutgoingStream] = weakref.WeakSet()
+# Alive while their proxies are: a leaked proxy keeps its owner here (see live_streams()).
+_LIVE: weakref.WeakSet[Any] = weakref.WeakSet()
 _COUNTS = {"created": 0, "destroyed": 0}
 
 
@@ -70,6 +70,48 @@ async def iter_stream(stream: "js.ReadableStream | None") -> AsyncIterator[bytes
         source.cancel()
 
 
+class AbortWatch:
+    """Runs callbacks when the request's signal aborts (the client went away).
+
+    One listener per request, added only once something needs it, removed by release().
+    """
+
+    def __init__(self, signal: "js.AbortSignal | None") -> None:
+        self._signal = signal if signal else None
+        self._callbacks: list[Callable[[], None]] = []
+        self._proxy: Any = None
+        self._released = False
+
+    def add(self, callback: Callable[[], None]) -> None:
+        if self._signal is None or self._released:
+            return
+        if self._signal.aborted:
+            callback()
+            return
+        self._callbacks.append(callback)
+        if self._proxy is None:
+            self._proxy = create_proxy(self._fire)
+            _COUNTS["created"] += 1
+            _LIVE.add(self)
+            self._signal.addEventListener("abort", self._proxy)
+
+    def _fire(self, _event: Any = None) -> None:
+        callbacks, self._callbacks = self._callbacks, []
+        for callback in callbacks:
+            callback()
+
+    def release(self) -> None:
+        self._released = True
+        self._callbacks = []
+        if self._proxy is not None:
+            assert self._signal is not None
+            self._signal.removeEventListener("abort", self._proxy)
+            self._proxy.destroy()
+            self._proxy = None
+            _COUNTS["destroyed"] += 1
+            _LIVE.discard(self)
+
+
 class OutgoingStream:
     """A JS ReadableStream pulled from a Python async iterator of bytes."""
 
@@ -77,27 +119,21 @@ class OutgoingStream:
         self,
         chunks: AsyncIterator[bytes],
         on_cancel: Callable[[], None] | None,
-        signal: "js.AbortSignal | None",
+        watch: AbortWatch,
     ) -> None:
         self._chunks = chunks
         self._on_cancel = on_cancel
-        self._signal = signal
+        self._watch = watch
         self._task: asyncio.Future[bytes | None] | None = None
         self._ended = False
         self._pull = create_proxy(self.pull)
         self._cancel = create_proxy(self.cancel)
-        proxies = [self._pull, self._cancel]
-        if signal is not None:
-            self._abort = create_proxy(self.cancel)
-            proxies.append(self._abort)
-            signal.addEventListener("abort", self._abort)
-        self._proxies = proxies
-        _COUNTS["created"] += len(proxies)
+        self._proxies = [self._pull, self._cancel]
+        _COUNTS["created"] += len(self._proxies)
         _LIVE.add(self)
         source = to_js({"pull": self._pull, "cancel": self._cancel}, dict_converter=js.Object.fromEntries)
         self.stream = js.ReadableStream.new(source)
-        if signal is not None and signal.aborted:
-            self.cancel()
+        watch.add(self.cancel)
 
     async def pull(self, controller: "js.ReadableStreamDefaultController") -> None:
         if self._ended:
@@ -144,8 +180,7 @@ class OutgoingStream:
     def _release(self) -> None:
         if not self._proxies:
             return
-        if self._signal is not None:
-            self._signal.removeEventListener("abort", self._abort)
+        self._watch.release()
         for proxy in self._proxies:
             proxy.destroy()
         _COUNTS["destroyed"] += len(self._proxies)

@@ -1,0 +1,161 @@
+"""/v1/chat/completions and /v1/models, driven by the official openai package."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import httpx
+import openai
+import pytest
+
+from cases import CASES
+from conftest import Runtime, expected_tokens, expected_usage
+
+pytestmark = pytest.mark.runtime
+
+NATIVE = "@cf/meta/llama-3.1-8b-instruct"
+OPENAI_SHAPED = "@cf/openai/gpt-oss-20b"
+
+
+@pytest.fixture
+def client(runtime: Runtime) -> Iterator[openai.OpenAI]:
+    with openai.OpenAI(base_url=runtime.url + "/v1", api_key="unused", max_retries=0, timeout=10) as c:
+        yield c
+
+
+def convo(text: str) -> list[dict[str, str]]:
+    return [{"role": "developer", "content": "be brief"}, {"role": "user", "content": text}]
+
+
+@pytest.mark.parametrize("model", [NATIVE, OPENAI_SHAPED])
+def test_non_streaming_answer_and_usage(client: openai.OpenAI, runtime: Runtime, model: str) -> None:
+    messages = convo("[[pace:0]] hello sdk")
+    completion = client.chat.completions.create(model=model, messages=messages)  # type: ignore[arg-type]
+    assert completion.object == "chat.completion"
+    assert completion.model == model
+    assert completion.choices[0].message.role == "assistant"
+    assert completion.choices[0].message.content == "".join(expected_tokens(messages))
+    assert completion.choices[0].finish_reason == "stop"
+    usage = expected_usage(messages)
+    assert completion.usage is not None
+    assert (completion.usage.prompt_tokens, completion.usage.completion_tokens, completion.usage.total_tokens) == (
+        usage["prompt_tokens"], usage["completion_tokens"], usage["total_tokens"])
+    sent = runtime.last_call()["inputs"]
+    assert sent == {"messages": [{"role": "system", "content": "be brief"}, {"role": "user", "content": "[[pace:0]] hello sdk"}], "stream": True, "max_tokens": 1024}
+
+
+@pytest.mark.parametrize("model", [NATIVE, OPENAI_SHAPED])
+def test_streaming_answer_with_usage_chunk(client: openai.OpenAI, model: str) -> None:
+    messages = convo("[[pace:1]] stream it")
+    stream = client.chat.completions.create(
+        model=model, messages=messages, stream=True, stream_options={"include_usage": True}, max_completion_tokens=5  # type: ignore[arg-type]
+    )
+    chunks = list(stream)
+    assert chunks[0].choices[0].delta.role == "assistant"
+    content = [c.choices[0].delta.content for c in chunks if c.choices and c.choices[0].delta.content]
+    assert content == expected_tokens(messages)[:5]
+    finishing = [c.choices[0].finish_reason for c in chunks if c.choices and c.choices[0].finish_reason]
+    assert finishing == ["length"]
+    assert chunks[-1].choices == [] and chunks[-1].usage is not None
+    assert chunks[-1].usage.completion_tokens == 5
+    assert len({c.id for c in chunks}) == 1
+
+
+def test_streaming_without_usage_option_has_no_usage_chunk(client: openai.OpenAI) -> None:
+    chunks = list(client.chat.completions.create(model=NATIVE, messages=convo("[[pace:0]] x"), stream=True))  # type: ignore[arg-type]
+    assert all(c.choices for c in chunks)
+    assert all(c.usage is None for c in chunks)
+
+
+def test_raw_stream_ends_with_done(runtime: Runtime) -> None:
+    body = {"model": NATIVE, "messages": convo("[[pace:0]] raw"), "stream": True}
+    raw = httpx.post(runtime.url + "/v1/chat/completions", json=body).content
+    assert raw.endswith(b"data: [DONE]\n\n")
+    frames = [json.loads(f[6:]) for f in raw.split(b"\n\n") if f.startswith(b"data: {")]
+    assert all(f["object"] == "chat.completion.chunk" for f in frames)
+
+
+def test_models_list(client: openai.OpenAI) -> None:
+    assert [m.id for m in client.models.list()] == [NATIVE, OPENAI_SHAPED]
+
+
+def test_consumer_closing_early_cancels_the_model(client: openai.OpenAI, runtime: Runtime) -> None:
+    stream = client.chat.completions.create(model=NATIVE, messages=convo("[[pace:50]] long"), stream=True)  # type: ignore[arg-type]
+    for i, _chunk in enumerate(stream):
+        if i == 2:
+            break
+    stream.close()
+    call = runtime.wait_for(lambda c: c["cancelledAt"] is not None)
+    assert call["readsAfterCancel"] == 0
+
+
+def test_non_streaming_disconnect_cancels_the_model(runtime: Runtime) -> None:
+    body = {"model": NATIVE, "messages": convo("[[pace:100]] slow and whole")}
+    with pytest.raises(httpx.ReadTimeout):
+        httpx.post(runtime.url + "/v1/chat/completions", json=body, timeout=0.4)
+    call = runtime.wait_for(lambda c: c["cancelledAt"] is not None)
+    assert call["readsAfterCancel"] == 0
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "exception", "code"),
+    [
+        ({"model": "@cf/nope/x"}, openai.BadRequestError, "unknown_model"),
+        ({"temperature": 9}, openai.BadRequestError, "invalid_field"),
+        ({"top_p": 0.5}, openai.BadRequestError, "unsupported_parameter"),
+        ({"n": 2}, openai.BadRequestError, "invalid_field"),
+        ({"messages": [{"role": "tool", "content": "x"}]}, openai.BadRequestError, "invalid_field"),
+        ({"messages": convo("[[fault:throw]]")}, openai.InternalServerError, "upstream_error"),
+    ],
+)
+def test_errors_surface_as_sdk_exceptions(client: openai.OpenAI, kwargs: dict[str, object], exception: type[Exception], code: str) -> None:
+    args: dict[str, object] = {"model": NATIVE, "messages": convo("[[pace:0]] hi"), **kwargs}
+    with pytest.raises(exception) as info:
+        client.chat.completions.create(**args)  # type: ignore[call-overload]
+    assert isinstance(info.value, openai.APIStatusError)
+    assert info.value.body["code"] == code  # type: ignore[index]
+    assert info.value.response.json()["error"]["type"] in ("invalid_request_error", "server_error")
+
+
+def test_unknown_route_and_method_are_openai_shaped(client: openai.OpenAI, runtime: Runtime) -> None:
+    with pytest.raises(openai.NotFoundError):
+        client.get("/nope", cast_to=object)
+    response = httpx.get(runtime.url + "/v1/chat/completions")
+    assert response.status_code == 405 and response.headers["allow"] == "POST, OPTIONS"
+    assert response.json()["error"]["code"] == "method_not_allowed"
+
+
+@pytest.mark.parametrize("fault", ["midstream", "stall", "nodone"])
+def test_error_after_streaming_began_raises_in_the_sdk(client: openai.OpenAI, fault: str) -> None:
+    stream = client.chat.completions.create(model=OPENAI_SHAPED, messages=convo(f"[[fault:{fault}]] [[pace:2]] go"), stream=True)  # type: ignore[arg-type]
+    received: list[str] = []
+    with pytest.raises(openai.APIError) as info:
+        for chunk in stream:
+            if chunk.choices and chunk.choices[0].delta.content:
+                received.append(chunk.choices[0].delta.content)
+    assert info.value.body["code"] == {"midstream": "upstream_error", "stall": "upstream_timeout", "nodone": "upstream_incomplete"}[fault]  # type: ignore[index]
+    assert received == expected_tokens(convo(f"[[fault:{fault}]] [[pace:2]] go"))[: {"midstream": 3, "stall": 2}.get(fault, 99)]
+
+
+def test_kill_switch_is_503_in_the_sdk(client: openai.OpenAI, runtime: Runtime) -> None:
+    runtime.set_vars(AI_CHAT_DISABLED="1")
+    try:
+        with pytest.raises(openai.InternalServerError) as info:
+            client.chat.completions.create(model=NATIVE, messages=convo("hi"))  # type: ignore[arg-type]
+        assert info.value.status_code == 503 and info.value.body["code"] == "ai_unavailable"  # type: ignore[index]
+    finally:
+        runtime.set_vars(AI_CHAT_DISABLED=None)
+
+
+# OpenAI's API has `stream`, a `developer` role and a message `name`; the rest is shared.
+SHARED = [c for c in CASES if c[0] not in ("unknown field", "extra message field")]
+
+
+@pytest.mark.parametrize(("name", "ctype", "raw", "status", "code", "needle"), SHARED, ids=[c[0] for c in SHARED])
+def test_shared_bad_inputs_give_the_same_status_and_code(runtime: Runtime, name: str, ctype: str | None, raw: bytes, status: int, code: str, needle: str) -> None:
+    headers = {"content-type": ctype} if ctype else {}
+    response = httpx.post(runtime.url + "/v1/chat/completions", content=raw, headers=headers)
+    assert response.status_code == status
+    error = response.json()["error"]
+    assert error["code"] == code and needle in error["message"]
