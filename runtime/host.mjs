@@ -131,6 +131,7 @@ export async function startWorker({ root, main, env, sdkSite = findSdk(root), lo
   const srcDir = path.dirname(main);
   copyInto(py, srcDir, WORKER_DIR);
   const entryModule = path.basename(main, ".py");
+  const importStarted = performance.now();
   const harness = py.runPython(`
 import sys, gc, importlib, json
 sys.path.insert(0, ${JSON.stringify(WORKER_DIR)})
@@ -148,13 +149,17 @@ def stats():
 
 {"call": call, "stats": stats}
 `);
+  const importMs = performance.now() - importStarted;
   const call = harness.get("call");
   const stats = harness.get("stats");
   harness.destroy();
   const ctx = { waitUntil() {}, passThroughOnException() {}, props: {} };
   return {
     bootMs: performance.now() - t0,
+    importMs,
     fromSnapshot,
+    py,
+    ctx,
     fetch: (request) => call(ctx, env, request),
     stats: () => JSON.parse(stats()),
   };
