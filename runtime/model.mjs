@@ -97,7 +97,8 @@ function chunksOf(list, opts) {
 }
 
 // Named ReadableStream so the SDK passes it through as one; it counts the Worker's
-// reader.read() calls, including any made after the stream was cancelled.
+// reader.read() calls, including any made after the stream was cancelled. (A JS pipe
+// reads without getReader(); with highWaterMark 0 its reads show up as pulls.)
 const ObservedStream = class ReadableStream extends globalThis.ReadableStream {
   constructor(call, source, strategy) {
     super(source, strategy);
@@ -130,8 +131,8 @@ export class Ai {
     const messages = (inputs?.messages ?? []).map((m) => ({ role: m.role, content: m.content }));
     const call = {
       id: ++this.seq, model, inputs: JSON.parse(JSON.stringify(inputs ?? {})),
-      startedAt: performance.now(), reads: 0, readsAfterCancel: 0,
-      cancelledAt: null, closedAt: null, erroredAt: null, chunksSent: 0,
+      startedAt: performance.now(), reads: 0, readsAfterCancel: 0, pulls: 0, pullsAfterCancel: 0, chunksAtCancel: null,
+      cancelledAt: null, releasedAt: null, closedAt: null, erroredAt: null, chunksSent: 0,
     };
     this.calls.push(call);
     if (this.calls.length > MAX_CALLS) this.calls.splice(0, this.calls.length - MAX_CALLS);
@@ -151,6 +152,8 @@ export class Ai {
     // highWaterMark 0: the model produces only when the Worker reads.
     return new ObservedStream(call, {
       async pull(controller) {
+        call.pulls += 1;
+        if (call.cancelledAt !== null) call.pullsAfterCancel += 1;
         if (opts.fault === "stall" && tokenCount >= 2) return new Promise(() => {});
         if (opts.fault === "midstream" && tokenCount >= 3) {
           call.erroredAt = performance.now();
@@ -168,7 +171,11 @@ export class Ai {
         if (next >= chunks.length) { call.closedAt = performance.now(); controller.close(); }
       },
       cancel() {
-        if (call.cancelledAt === null) call.cancelledAt = performance.now();
+        // A cancel after the last chunk went out cuts nothing short: the Worker had the
+        // whole answer ([DONE] included) and released the connection. Only a cancel
+        // before that is a cancelled answer.
+        if (next >= chunks.length) call.releasedAt ??= performance.now();
+        else if (call.cancelledAt === null) { call.cancelledAt = performance.now(); call.chunksAtCancel = call.chunksSent; }
       },
     }, { highWaterMark: 0 });
   }
@@ -176,8 +183,9 @@ export class Ai {
   report() {
     return this.calls.map((c) => ({
       id: c.id, model: c.model, inputs: c.inputs, reads: c.reads,
-      readsAfterCancel: c.readsAfterCancel, chunksSent: c.chunksSent,
-      startedAt: c.startedAt, cancelledAt: c.cancelledAt, closedAt: c.closedAt, erroredAt: c.erroredAt,
+      readsAfterCancel: c.readsAfterCancel, pulls: c.pulls, pullsAfterCancel: c.pullsAfterCancel,
+      chunksSent: c.chunksSent, chunksAtCancel: c.chunksAtCancel,
+      startedAt: c.startedAt, cancelledAt: c.cancelledAt, releasedAt: c.releasedAt, closedAt: c.closedAt, erroredAt: c.erroredAt,
     }));
   }
 }

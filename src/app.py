@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 import settings as config
-from chat_events import chat_stream
+from chat_events import ChatEncoder
 from chat_request import check_content_type, parse_chat, parse_json, read_body
 from errors import ApiError
-from relay import ByteSource, Timing, relay
+from relay import ByteSource, Encoder, Relay, Timing
 from settings import Lookup, Settings, SettingsError
-from web import SSE_HEADERS, Headers, WebRequest, WebResponse, json_response
+from web import SSE_HEADERS, Headers, Relayed, WebRequest, WebResponse, json_response
 
 log = logging.getLogger("app")
 
@@ -61,17 +62,17 @@ async def open_upstream(ctx: Context, model: str, inputs: dict[str, Any]) -> Byt
         raise ApiError(502, "upstream_error", "The model could not be reached.") from exc
 
 
-def timing(s: Settings) -> Timing:
-    return Timing(ping_after=s.ping_after, give_up_after=s.give_up_after)
+def new_relay(ctx: Context, encoder: Encoder, max_tokens: int) -> Relay:
+    s = ctx.settings
+    timing = Timing(ping_after=s.ping_after, give_up_after=s.give_up_after)
+    return Relay(encoder, timing, now=time.monotonic(), max_tokens=max_tokens)
 
 
 async def chat(ctx: Context) -> WebResponse:
     request = parse_chat(await parse_body(ctx), ctx.settings)
     source = await open_upstream(ctx, request.model, request.ai_inputs())
-    events = relay(source, timing(ctx.settings), max_tokens=request.max_tokens)
-    return WebResponse(
-        status=200, headers=SSE_HEADERS, body=chat_stream(events), on_cancel=source.cancel
-    )
+    relay = new_relay(ctx, ChatEncoder(), request.max_tokens)
+    return WebResponse(status=200, headers=SSE_HEADERS, body=Relayed(source=source, relay=relay))
 
 
 async def models(ctx: Context) -> WebResponse:

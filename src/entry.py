@@ -14,7 +14,8 @@ import app
 import openai_compat  # noqa: F401  (registers the /v1 routes)
 
 from errors import ApiError
-from jsstream import AbortWatch, JsByteSource, OutgoingStream, iter_stream
+from jsstream import AbortWatch, JsByteSource, OutgoingStream, RelayPipe, iter_stream
+from relay import drive
 from web import WebRequest, WebResponse
 
 
@@ -85,10 +86,15 @@ def _to_response(response: WebResponse, watch: AbortWatch) -> Response:
     headers = js.Headers.new()
     for name, value in response.headers:
         headers.append(name, value)
+    body: Any
     if isinstance(response.body, bytes):
         watch.release()
-        body: Any = response.body or None
+        body = response.body or None
     else:
         # The stream releases the watch when it ends, however it ends.
-        body = OutgoingStream(response.body, response.on_cancel, watch).stream
+        source, relay = response.body.source, response.body.relay
+        if isinstance(source, JsByteSource) and source.untouched:
+            body = RelayPipe(source.stream, relay, watch).stream
+        else:
+            body = OutgoingStream(drive(source, relay), source.cancel, watch).stream
     return Response(body, status=response.status, headers=headers)

@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 import weakref
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import js
-from pyodide.ffi import create_proxy, to_js
+from pyodide.ffi import create_once_callable, create_proxy, to_js
+
+from relay import Relay
 
 log = logging.getLogger("jsstream")
 
@@ -35,17 +38,28 @@ def _bytes_of(value: Any) -> bytes:
 
 
 class JsByteSource:
-    """Reads a JS ReadableStream; after cancel() no read reaches the stream again."""
+    """Reads a JS ReadableStream; after cancel() no read reaches the stream again.
 
-    __slots__ = ("_reader", "_stopped")
+    The reader is taken on the first read, so a shell may instead hand the untouched
+    stream to a JS pipe (see RelayPipe) and never read it from Python at all.
+    """
+
+    __slots__ = ("stream", "_reader", "_stopped")
 
     def __init__(self, stream: "js.ReadableStream") -> None:
-        self._reader = stream.getReader()
+        self.stream = stream
+        self._reader: Any = None
         self._stopped = False
+
+    @property
+    def untouched(self) -> bool:
+        return self._reader is None and not self._stopped
 
     async def read(self) -> bytes | None:
         if self._stopped:
             return None
+        if self._reader is None:
+            self._reader = self.stream.getReader()
         result = await self._reader.read()
         if result.done or self._stopped:
             self._stopped = True
@@ -56,7 +70,10 @@ class JsByteSource:
         if self._stopped:
             return
         self._stopped = True
-        self._reader.cancel().catch(_NOOP)
+        if self._reader is not None:
+            self._reader.cancel().catch(_NOOP)
+        elif not self.stream.locked:
+            self.stream.cancel().catch(_NOOP)
 
 
 async def iter_stream(stream: "js.ReadableStream | None") -> AsyncIterator[bytes]:
@@ -110,6 +127,113 @@ class AbortWatch:
             self._proxy = None
             _COUNTS["destroyed"] += 1
             _LIVE.discard(self)
+
+
+class RelayPipe:
+    """upstream.pipeTo(TransformStream) with the relay as the transformer.
+
+    JavaScript does the pumping; Python is called once per upstream chunk, synchronously,
+    and once per ping interval by one timer. The pipe stops the upstream by itself when the
+    client cancels the body (the transform's readable is cancelled); the request signal
+    and the relay's own end (answer complete, or timed out) stop it through the pipe's
+    AbortSignal. Every proxy is destroyed when the pipe settles, whichever way.
+    """
+
+    def __init__(self, upstream: "js.ReadableStream", relay: Relay, watch: AbortWatch) -> None:
+        self._relay = relay
+        self._watch = watch
+        self._controller: Any = None
+        self._timer: Any = None
+        self._stop = js.AbortController.new()
+        self._transform = create_proxy(self.transform)
+        self._flush = create_proxy(self.flush)
+        self._tick = create_proxy(self.tick)
+        self._settle = create_proxy(self.settled)
+        self._proxies = [self._transform, self._flush, self._tick, self._settle]
+        _COUNTS["created"] += len(self._proxies) + 1  # + the once-callable below
+        _LIVE.add(self)
+        start = create_once_callable(self.start)
+        transformer = to_js(
+            {"start": start, "transform": self._transform, "flush": self._flush},
+            dict_converter=js.Object.fromEntries,
+        )
+        transform = js.TransformStream.new(transformer)
+        _COUNTS["destroyed"] += 1  # start() has run, and a once-callable destroys itself
+        options = to_js({"signal": self._stop.signal, "preventAbort": True}, dict_converter=js.Object.fromEntries)
+        upstream.pipeTo(transform.writable, options).then(self._settle, self._settle)
+        self.stream = transform.readable
+        watch.add(self.stop)
+        self._schedule()
+
+    def start(self, controller: Any) -> None:
+        self._controller = controller
+        if first := self._relay.start():
+            controller.enqueue(to_js(first))
+
+    def transform(self, chunk: Any, controller: Any) -> None:
+        out = self._relay.feed(_bytes_of(chunk))
+        if out:
+            controller.enqueue(to_js(out))
+        if self._relay.closed:
+            self._finish()
+
+    def flush(self, controller: Any) -> None:
+        out = self._relay.end()
+        if out:
+            controller.enqueue(to_js(out))
+
+    def tick(self) -> None:
+        self._timer = None
+        if self._relay.closed:
+            return
+        out = self._relay.tick(time.monotonic())
+        if out:
+            self._controller.enqueue(to_js(out))
+        if self._relay.closed:
+            self._finish()
+        else:
+            self._schedule()
+
+    def stop(self) -> None:
+        """The client went away: stop the upstream now."""
+        self._stop.abort()
+
+    def _schedule(self) -> None:
+        delay_ms = max(self._relay.next_deadline() - time.monotonic(), 0) * 1000
+        self._timer = js.setTimeout(self._tick, delay_ms)
+
+    def _finish(self) -> None:
+        # The answer is whole (or has failed): close our side and stop reading upstream.
+        try:
+            self._controller.terminate()
+        except Exception:
+            pass
+        self._stop.abort()
+
+    def settled(self, reason: Any = None) -> None:
+        """The pipe ended: upstream finished, failed, or the client cancelled."""
+        if not self._relay.closed:
+            # The upstream errored, or the client left: tell whoever is still listening.
+            out = self._relay.fail(reason)
+            try:
+                if out:
+                    self._controller.enqueue(to_js(out))
+                self._controller.terminate()
+            except Exception:
+                pass  # the client is gone; nothing to tell
+        if self._timer is not None:
+            js.clearTimeout(self._timer)
+            self._timer = None
+        self._watch.release()
+        # Not from inside a proxy's own call: destroy on the next turn of the loop.
+        asyncio.get_event_loop().call_soon(self._release)
+
+    def _release(self) -> None:
+        for proxy in self._proxies:
+            proxy.destroy()
+        _COUNTS["destroyed"] += len(self._proxies)
+        self._proxies = []
+        _LIVE.discard(self)
 
 
 class OutgoingStream:

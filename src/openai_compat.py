@@ -11,15 +11,14 @@ from __future__ import annotations
 import json
 import secrets
 import time
-from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
-from app import Context, Route, add_routes, open_upstream, parse_body, timing
+from app import Context, Route, add_routes, new_relay, open_upstream, parse_body
 from chat_request import ChatRequest, parse_max_tokens, parse_messages, parse_model, parse_temperature
 from errors import ApiError, invalid
-from relay import Failed, Finished, Ping, RelayEvent, Text, relay
-from web import SSE_HEADERS, WebResponse, json_response
+from relay import Failed, Finished, drive
+from web import SSE_HEADERS, Relayed, WebResponse, json_response
 
 SUPPORTED = ("model", "messages", "stream", "stream_options", "max_tokens", "max_completion_tokens", "temperature", "n")
 IGNORED = ("user",)
@@ -100,81 +99,97 @@ def parse_completion(body: dict[str, Any], ctx: Context) -> CompletionRequest:
     return CompletionRequest(chat=chat, stream=stream, include_usage=include_usage)
 
 
-def _frame(value: object) -> bytes:
-    return b"data: " + json.dumps(value, separators=(",", ":")).encode() + b"\n\n"
+_dumps = json.JSONEncoder(separators=(",", ":")).encode
+_string = json.encoder.encode_basestring_ascii  # type: ignore[attr-defined]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ChunkMeta:
-    id: str
-    created: int
-    model: str
+class CompletionEncoder:
+    """chat.completion.chunk frames; official clients raise on the error frame."""
+
+    __slots__ = ("_head", "_tail", "_include_usage")
+
+    def __init__(self, *, id: str, created: int, model: str, include_usage: bool) -> None:
+        self._head = '{"id":"%s","object":"chat.completion.chunk","created":%d,"model":%s,"choices":' % (id, created, _string(model))
+        self._tail = ',"usage":null}' if include_usage else "}"
+        self._include_usage = include_usage
+
+    def _choice(self, delta: str, finish: str = "null") -> str:
+        return 'data: %s[{"index":0,"delta":%s,"finish_reason":%s}]%s\n\n' % (self._head, delta, finish, self._tail)
+
+    def start(self) -> bytes:
+        return self._choice('{"role":"assistant","content":""}').encode()
+
+    def texts(self, texts: list[str]) -> bytes:
+        return "".join([self._choice('{"content":%s}' % _string(t)) for t in texts]).encode()
+
+    def ping(self) -> bytes:
+        return b": ping\n\n"
+
+    def finished(self, stop: Finished) -> bytes:
+        out = self._choice("{}", _string(stop.stop_reason))
+        if self._include_usage and stop.usage is not None:
+            out += "data: %s[],\"usage\":%s}\n\n" % (self._head, _dumps(stop.usage))
+        return (out + "data: [DONE]\n\n").encode()
+
+    def failed(self, failure: Failed) -> bytes:
+        # No [DONE] after a failure: [DONE] means the answer is complete.
+        error = {"error": {"message": failure.message, "type": "server_error", "param": None, "code": failure.code}}
+        return b"data: " + _dumps(error).encode() + b"\n\n"
 
 
-async def completion_chunks(
-    batches: AsyncIterator[list[RelayEvent]], meta: ChunkMeta, include_usage: bool
-) -> AsyncIterator[bytes]:
-    head = b'{"id":"%s","object":"chat.completion.chunk","created":%d,"model":%s,"choices":' % (
-        meta.id.encode(),
-        meta.created,
-        json.dumps(meta.model).encode(),
-    )
-    usage_tail = b',"usage":null}' if include_usage else b"}"
-    yield b'data: %s[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]%s\n\n' % (head, usage_tail)
-    async for batch in batches:
-        parts: list[bytes] = []
-        for item in batch:
-            if isinstance(item, Text):
-                parts.append(
-                    b'data: %s[{"index":0,"delta":{"content":%s},"finish_reason":null}]%s\n\n'
-                    % (head, json.dumps(item.text).encode(), usage_tail)
-                )
-            elif isinstance(item, Ping):
-                parts.append(b": ping\n\n")
-            elif isinstance(item, Finished):
-                parts.append(
-                    b'data: %s[{"index":0,"delta":{},"finish_reason":%s}]%s\n\n'
-                    % (head, json.dumps(item.stop_reason).encode(), usage_tail)
-                )
-                if include_usage and item.usage is not None:
-                    parts.append(b'data: %s[],"usage":%s}\n\n' % (head, json.dumps(item.usage, separators=(",", ":")).encode()))
-                parts.append(b"data: [DONE]\n\n")
-            elif isinstance(item, Failed):
-                # Official clients raise on an error frame; no [DONE] follows a failure.
-                parts.append(_frame({"error": {"message": item.message, "type": "server_error", "param": None, "code": item.code}}))
-        yield b"".join(parts)
+class Collector:
+    """An encoder for the non-streamed answer: keeps the text and how it ended."""
+
+    def __init__(self) -> None:
+        self.text: list[str] = []
+        self.finish: Finished | None = None
+        self.failure: Failed | None = None
+
+    def start(self) -> bytes:
+        return b""
+
+    def texts(self, texts: list[str]) -> bytes:
+        self.text.extend(texts)
+        return b""
+
+    def ping(self) -> bytes:
+        return b""
+
+    def finished(self, stop: Finished) -> bytes:
+        self.finish = stop
+        return b""
+
+    def failed(self, failure: Failed) -> bytes:
+        self.failure = failure
+        return b""
 
 
 async def completions(ctx: Context) -> WebResponse:
     request = parse_completion(await parse_body(ctx), ctx)
     chat = request.chat
     source = await open_upstream(ctx, chat.model, chat.ai_inputs())
-    events = relay(source, timing(ctx.settings), max_tokens=chat.max_tokens)
-    meta = ChunkMeta(id="chatcmpl-" + secrets.token_hex(12), created=int(time.time()), model=chat.model)
+    id, created = "chatcmpl-" + secrets.token_hex(12), int(time.time())
     if request.stream:
-        body = completion_chunks(events, meta, request.include_usage)
-        return WebResponse(status=200, headers=SSE_HEADERS, body=body, on_cancel=source.cancel)
-    text: list[str] = []
-    finished: Finished | None = None
-    async for batch in events:
-        for item in batch:
-            if isinstance(item, Text):
-                text.append(item.text)
-            elif isinstance(item, Failed):
-                raise ApiError(502, item.code, item.message)
-            elif isinstance(item, Finished):
-                finished = item
-    if finished is None:  # the relay always ends in Finished or Failed
+        encoder = CompletionEncoder(id=id, created=created, model=chat.model, include_usage=request.include_usage)
+        relay = new_relay(ctx, encoder, chat.max_tokens)
+        return WebResponse(status=200, headers=SSE_HEADERS, body=Relayed(source=source, relay=relay))
+    collector = Collector()
+    async for _ in drive(source, new_relay(ctx, collector, chat.max_tokens)):
+        pass
+    if collector.failure is not None:
+        raise ApiError(502, collector.failure.code, collector.failure.message)
+    finished = collector.finish
+    if finished is None:  # drive() always ends in finished or failed
         raise ApiError(500, "internal_error", "The answer could not be completed.")
     completion: dict[str, Any] = {
-        "id": meta.id,
+        "id": id,
         "object": "chat.completion",
-        "created": meta.created,
-        "model": meta.model,
+        "created": created,
+        "model": chat.model,
         "choices": [
             {
                 "index": 0,
-                "message": {"role": "assistant", "content": "".join(text)},
+                "message": {"role": "assistant", "content": "".join(collector.text)},
                 "finish_reason": finished.stop_reason,
             }
         ],

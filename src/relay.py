@@ -1,8 +1,11 @@
-"""Joins the upstream byte stream to the client: decoding, keep-alive pings, idle timeout.
+"""The relay: upstream bytes in, client bytes out, with keep-alive pings and an idle limit.
 
-The relay speaks in neutral events, batched per upstream read so that frames arriving
-together cross into JavaScript together; the app's SSE protocol and the OpenAI chunk
-format are two encoders over the same events.
+It is a synchronous state machine with no I/O and no clock of its own: the caller feeds
+it what the upstream sent and the time, and sends on what it returns. In the Worker a JS
+pipe drives it, one call per upstream chunk, so no asyncio task or promise is made per
+token; drive() is the asyncio driver for everything else. What the relay decodes reaches
+an Encoder as neutral calls (text, ping, finished, failed): the app's SSE protocol and the
+OpenAI chunk format are two encoders over the same relay.
 """
 
 from __future__ import annotations
@@ -27,16 +30,6 @@ class ByteSource(Protocol):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Text:
-    text: str
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Ping:
-    pass
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
 class Finished:
     stop_reason: str
     usage: dict[str, int] | None
@@ -48,8 +41,16 @@ class Failed:
     message: str
 
 
-RelayEvent = Text | Ping | Finished | Failed
-PING = Ping()
+class Encoder(Protocol):
+    def start(self) -> bytes: ...
+
+    def texts(self, texts: list[str]) -> bytes: ...
+
+    def ping(self) -> bytes: ...
+
+    def finished(self, stop: Finished) -> bytes: ...
+
+    def failed(self, failure: Failed) -> bytes: ...
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -58,81 +59,150 @@ class Timing:
     give_up_after: float
 
 
-def _finished(decoder: UpstreamDecoder, max_tokens: int | None) -> Finished:
-    reason = decoder.finish_reason
-    if reason is None:
-        completion = (decoder.usage or {}).get("completion_tokens")
-        reason = "length" if max_tokens and completion and completion >= max_tokens else "stop"
-    return Finished(stop_reason=reason, usage=decoder.usage)
+STREAM_FAILED = Failed(code="upstream_error", message="The model stream failed.")
+INCOMPLETE = Failed(code="upstream_incomplete", message="The model stream ended before the answer was complete.")
 
 
-async def relay(
-    source: ByteSource, timing: Timing, *, max_tokens: int | None = None
-) -> AsyncIterator[list[RelayEvent]]:
-    """Yield batches of events; the last batch ends with Finished or Failed."""
-    decoder = UpstreamDecoder()
+class Relay:
+    """Feeding it reads no clock (a clock read costs a JS round trip per token in Pyodide):
+    feed() only notes that data came or went, and tick() dates that activity when it runs.
+    Ticks come at least every quarter of the shorter interval, so a ping or a timeout is
+    late by at most a quarter of its interval.
+    """
+
+    __slots__ = (
+        "_decoder", "_encoder", "_timing", "_max_tokens", "_step",
+        "_last_data", "_last_sent", "_last_tick", "_got_data", "_sent", "closed",
+    )
+
+    def __init__(self, encoder: Encoder, timing: Timing, *, now: float, max_tokens: int | None = None) -> None:
+        self._decoder = UpstreamDecoder()
+        self._encoder = encoder
+        self._timing = timing
+        self._max_tokens = max_tokens
+        self._step = min(timing.ping_after, timing.give_up_after) / 4
+        self._last_data = self._last_sent = self._last_tick = now
+        self._got_data = self._sent = False
+        self.closed = False  # the terminal event has been written; send nothing more
+
+    def start(self) -> bytes:
+        return self._encoder.start()
+
+    def feed(self, chunk: bytes) -> bytes:
+        if self.closed:
+            return b""
+        self._got_data = True
+        decoded = self._decoder.feed(chunk)
+        out = self._encoder.texts(decoded.texts) if decoded.texts else b""
+        if decoded.done:
+            out += self._finish()
+        if out:
+            self._sent = True
+        return out
+
+    def end(self) -> bytes:
+        """The upstream ended: complete after [DONE], reported as incomplete otherwise."""
+        if self.closed:
+            return b""
+        decoded = self._decoder.flush()
+        out = self._encoder.texts(decoded.texts) if decoded.texts else b""
+        if self._decoder.done:
+            return out + self._finish()
+        log.warning("upstream ended without [DONE]")
+        return out + self._fail(INCOMPLETE)
+
+    def fail(self, error: object) -> bytes:
+        """The upstream stream errored mid-answer; what was sent stays sent."""
+        if self.closed:
+            return b""
+        log.warning("upstream stream ended abnormally (upstream error or client gone): %s", error)
+        return self._fail(STREAM_FAILED)
+
+    def next_deadline(self) -> float:
+        timing = self._timing
+        return min(
+            self._last_sent + timing.ping_after,
+            self._last_data + timing.give_up_after,
+            self._last_tick + self._step,
+        )
+
+    def tick(self, now: float) -> bytes:
+        """Called at (or after) next_deadline(): a ping, or the timeout that closes the relay."""
+        if self.closed:
+            return b""
+        self._last_tick = now
+        if self._got_data:
+            self._got_data = False
+            self._last_data = now
+        if self._sent:
+            self._sent = False
+            self._last_sent = now
+        if now - self._last_data >= self._timing.give_up_after:
+            log.warning("upstream silent for %.1fs; giving up", now - self._last_data)
+            failure = Failed(
+                code="upstream_timeout",
+                message=f"The model sent nothing for {self._timing.give_up_after:g} seconds.",
+            )
+            return self._fail(failure)
+        if now - self._last_sent >= self._timing.ping_after:
+            self._last_sent = now
+            return self._encoder.ping()
+        return b""
+
+    def _finish(self) -> bytes:
+        self.closed = True
+        self._log_malformed()
+        decoder = self._decoder
+        reason = decoder.finish_reason
+        if reason is None:
+            completion = (decoder.usage or {}).get("completion_tokens")
+            limit = self._max_tokens
+            reason = "length" if limit and completion and completion >= limit else "stop"
+        return self._encoder.finished(Finished(stop_reason=reason, usage=decoder.usage))
+
+    def _fail(self, failure: Failed) -> bytes:
+        self.closed = True
+        self._log_malformed()
+        return self._encoder.failed(failure)
+
+    def _log_malformed(self) -> None:
+        if self._decoder.malformed:
+            log.warning("skipped %d malformed upstream frame(s)", self._decoder.malformed)
+
+
+async def drive(source: ByteSource, relay: Relay) -> AsyncIterator[bytes]:
+    """Run a relay over an async ByteSource with asyncio timers; cancels the source early."""
     loop = asyncio.get_running_loop()
     pending: asyncio.Future[bytes | None] | None = None
-    ended = False
+    at_end = False
     try:
-        last_data = last_sent = loop.time()
-        while True:
+        if first := relay.start():
+            yield first
+        while not relay.closed:
             if pending is None:
                 pending = asyncio.ensure_future(source.read())
-            deadline = min(last_sent + timing.ping_after, last_data + timing.give_up_after)
-            done, _ = await asyncio.wait((pending,), timeout=max(deadline - loop.time(), 0))
-            now = loop.time()
+            wait = max(relay.next_deadline() - loop.time(), 0)
+            done, _ = await asyncio.wait((pending,), timeout=wait)
             if not done:
-                if now - last_data >= timing.give_up_after:
-                    log.warning("upstream silent for %.1fs; giving up", now - last_data)
-                    yield [
-                        Failed(
-                            code="upstream_timeout",
-                            message=f"The model sent nothing for {timing.give_up_after:g} seconds.",
-                        )
-                    ]
-                    return
-                last_sent = now
-                yield [PING]
+                if out := relay.tick(loop.time()):
+                    yield out
                 continue
             read, pending = pending, None
             try:
                 chunk = read.result()
-            except Exception as exc:  # the upstream stream errored mid-answer
-                ended = True
-                log.error("upstream stream failed: %r", exc)
-                batch: list[RelayEvent] = [
-                    Text(text=t) for t in decoder.flush().texts
-                ]
-                batch.append(Failed(code="upstream_error", message="The model stream failed."))
-                yield batch
-                return
-            last_data = now
-            if chunk is None:
-                ended = True
-                decoded = decoder.flush()
+            except Exception as exc:
+                at_end = True
+                out = relay.fail(exc)
             else:
-                decoded = decoder.feed(chunk)
-            batch = [Text(text=t) for t in decoded.texts]
-            if decoder.done:
-                batch.append(_finished(decoder, max_tokens))
-            elif chunk is None:
-                log.warning("upstream ended without [DONE]")
-                batch.append(
-                    Failed(
-                        code="upstream_incomplete",
-                        message="The model stream ended before the answer was complete.",
-                    )
-                )
-            if batch:
-                last_sent = now
-                yield batch
-            if decoder.done or chunk is None:
-                return
+                if chunk is None:
+                    at_end = True
+                    out = relay.end()
+                else:
+                    out = relay.feed(chunk)
+            if out:
+                yield out
     finally:
-        if decoder.malformed:
-            log.warning("skipped %d malformed upstream frame(s)", decoder.malformed)
         if pending is not None:
             pending.cancel()
-        if not ended:
+        if not at_end:
             source.cancel()

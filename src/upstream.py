@@ -11,9 +11,14 @@ from __future__ import annotations
 
 import codecs
 import json
+import re
 from dataclasses import dataclass, field
 
 USAGE_KEYS = ("prompt_tokens", "completion_tokens", "total_tokens")
+
+# The native frame as Workers AI sends it, when its text needs no JSON unescaping:
+# the text is then the match itself, and json.loads (the slow part) is skipped.
+_PLAIN_NATIVE = re.compile(r'\{"response":"([^"\\\x00-\x1f]*)"(?:,"p":"[^"\\\x00-\x1f]*")?\}')
 
 
 @dataclass(slots=True)
@@ -38,7 +43,29 @@ class UpstreamDecoder:
         self.finish_reason: str | None = None
 
     def feed(self, chunk: bytes) -> Decoded:
-        return self._decode(self._utf8.decode(chunk), final=False)
+        text = self._utf8.decode(chunk)
+        # Fast path: nothing pending and whole LF-framed frames, as Workers AI sends them.
+        if (
+            not self._buffer
+            and not self._data
+            and not self._skip_lf
+            and not self.done
+            and text.endswith("\n\n")
+            and "\r" not in text
+        ):
+            out = Decoded()
+            for block in text[:-2].split("\n\n"):
+                if block.startswith("data: ") and "\n" not in block:
+                    self._data.append(block[6:])
+                    self._dispatch(out)
+                else:
+                    for line in block.split("\n"):
+                        self._line(line, out)
+                    self._line("", out)
+                if self.done:
+                    break
+            return out
+        return self._decode(text, final=False)
 
     def flush(self) -> Decoded:
         """End of input: a frame cut off by the end (no blank line after it) still counts."""
@@ -99,8 +126,13 @@ class UpstreamDecoder:
         # Comments (":...") and other fields (event, id, retry) carry nothing we relay.
 
     def _dispatch(self, out: Decoded) -> None:
-        payload = "\n".join(self._data)
+        payload = self._data[0] if len(self._data) == 1 else "\n".join(self._data)
         self._data = []
+        plain = _PLAIN_NATIVE.fullmatch(payload)
+        if plain is not None:
+            if text := plain.group(1):
+                out.texts.append(text)
+            return
         if payload == "[DONE]":
             self.done = out.done = True
             return

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
 from typing import Any
+
+from relay import ByteSource, Relay
 
 Headers = tuple[tuple[str, str], ...]
 
@@ -20,22 +22,27 @@ class WebRequest:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Relayed:
+    """A streamed body: the upstream and the relay that re-frames it.
+
+    The shell picks how to run it (a JS pipe in the Worker, relay.drive() elsewhere), and
+    cancels the source when the client goes away.
+    """
+
+    source: ByteSource
+    relay: Relay
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class WebResponse:
     status: int
     headers: Headers = ()
-    body: bytes | AsyncIterator[bytes] = b""
-    # For a streamed body: stops the upstream when the client goes away.
-    on_cancel: Callable[[], None] | None = field(default=None)
+    body: bytes | Relayed = b""
 
     def with_headers(self, extra: Headers) -> WebResponse:
         if not extra:
             return self
-        return WebResponse(
-            status=self.status,
-            headers=self.headers + extra,
-            body=self.body,
-            on_cancel=self.on_cancel,
-        )
+        return WebResponse(status=self.status, headers=self.headers + extra, body=self.body)
 
 
 JSON_HEADERS: Headers = (
@@ -54,7 +61,3 @@ def json_response(status: int, value: Any, headers: Headers = ()) -> WebResponse
     body = json.dumps(value, ensure_ascii=False).encode()
     return WebResponse(status=status, headers=JSON_HEADERS + headers, body=body)
 
-
-async def no_body() -> AsyncIterator[bytes]:
-    return
-    yield b""  # pragma: no cover - makes this an async generator

@@ -100,6 +100,14 @@ def runtime() -> Iterator[Runtime]:
         rt.process.stdout.close()
 
 
+def assert_stopped(call: dict[str, object]) -> None:
+    """After the cancel the model saw no read, no pull, and produced nothing more."""
+    assert call["cancelledAt"] is not None
+    assert call["readsAfterCancel"] == 0 and call["pullsAfterCancel"] == 0
+    assert call["chunksSent"] == call["chunksAtCancel"]
+    assert call["pulls"] >= 1  # the counters are live: the model was read before
+
+
 def parse_sse(raw: bytes) -> list[tuple[str, object]]:
     """A strict reader of our protocol: (event, parsed data) pairs, (':', comment) for comments."""
     events: list[tuple[str, object]] = []

@@ -6,7 +6,7 @@ import pytest
 
 from app import UpstreamFailure, handle
 from fakes import FakeModel, frames
-from web import WebRequest, WebResponse
+from web import Relayed, WebRequest, WebResponse
 
 URL = "https://chat.example.dev"
 
@@ -88,7 +88,7 @@ def test_chat_streams_with_sse_headers_and_passes_only_known_fields() -> None:
     assert model.calls == [
         ("@cf/meta/llama-3.1-8b-instruct", {"messages": [{"role": "user", "content": "x"}], "stream": True, "max_tokens": 77, "temperature": 0.5})
     ]
-    assert response.on_cancel is not None
+    assert isinstance(response.body, Relayed)
 
 
 @pytest.mark.parametrize(

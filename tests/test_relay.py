@@ -1,84 +1,182 @@
 import asyncio
-from collections.abc import AsyncIterator
 
-from chat_events import chat_stream
+from chat_events import ChatEncoder
 from fakes import STALL, FakeSource, frames
-from relay import Failed, Finished, Ping, RelayEvent, Text, Timing, relay
+from relay import Failed, Finished, Relay, Timing, drive
 
 FAST = Timing(ping_after=10.0, give_up_after=20.0)
+USAGE = {"prompt_tokens": 1, "completion_tokens": 2, "total_tokens": 3}
 
 
-async def collect(batches: AsyncIterator[list[RelayEvent]]) -> list[list[RelayEvent]]:
-    return [batch async for batch in batches]
+class Recorder:
+    """An encoder that writes down the neutral calls the relay makes."""
+
+    def __init__(self) -> None:
+        self.calls: list[object] = []
+
+    def start(self) -> bytes:
+        self.calls.append("start")
+        return b"S"
+
+    def texts(self, texts: list[str]) -> bytes:
+        self.calls.append(list(texts))
+        return b"T"
+
+    def ping(self) -> bytes:
+        self.calls.append("ping")
+        return b"P"
+
+    def finished(self, stop: Finished) -> bytes:
+        self.calls.append(stop)
+        return b"F"
+
+    def failed(self, failure: Failed) -> bytes:
+        self.calls.append(failure)
+        return b"X"
 
 
-def flat(batches: list[list[RelayEvent]]) -> list[RelayEvent]:
-    return [item for batch in batches for item in batch]
+def wire(*texts: str, done: bool = True, usage: dict[str, int] | None = None) -> list[bytes]:
+    return [step for _, step in frames(*texts, done=done, usage=usage)]  # type: ignore[misc]
 
 
-def test_complete_upstream_ends_with_finished_and_usage() -> None:
-    usage = {"prompt_tokens": 1, "completion_tokens": 2, "total_tokens": 3}
-    source = FakeSource(frames("a", "b", usage=usage))
-    events = flat(asyncio.run(collect(relay(source, FAST))))
-    assert events == [Text(text="a"), Text(text="b"), Finished(stop_reason="stop", usage=usage)]
-    assert source.reads_after_cancel == 0
+def test_sync_relay_complete() -> None:
+    rec = Recorder()
+    relay = Relay(rec, FAST, now=0.0)
+    out = [relay.start()] + [relay.feed(chunk) for chunk in wire("a", "b", usage=USAGE)]
+    assert out == [b"S", b"T", b"T", b"", b"F"]
+    assert rec.calls == ["start", ["a"], ["b"], Finished(stop_reason="stop", usage=USAGE)]
+    assert relay.closed
+    assert relay.feed(b'data: {"response":"late"}\n\n') == b"" and relay.end() == b""
+
+
+def test_frames_arriving_together_are_one_call() -> None:
+    rec = Recorder()
+    relay = Relay(rec, FAST, now=0.0)
+    assert relay.feed(b"".join(wire("a", "b", "c"))) == b"TF"
+    assert rec.calls == [["a", "b", "c"], Finished(stop_reason="stop", usage=None)]
 
 
 def test_length_is_inferred_from_usage_when_the_model_does_not_say() -> None:
-    usage = {"prompt_tokens": 1, "completion_tokens": 2, "total_tokens": 3}
-    source = FakeSource(frames("a", "b", usage=usage))
-    events = flat(asyncio.run(collect(relay(source, FAST, max_tokens=2))))
-    assert events[-1] == Finished(stop_reason="length", usage=usage)
+    rec = Recorder()
+    relay = Relay(rec, FAST, now=0.0, max_tokens=2)
+    relay.feed(b"".join(wire("a", "b", usage=USAGE)))
+    assert rec.calls[-1] == Finished(stop_reason="length", usage=USAGE)
 
 
-def test_frames_arriving_together_are_one_batch() -> None:
-    wire = b"".join(step for _, step in frames("a", "b", "c"))  # type: ignore[misc]
-    batches = asyncio.run(collect(relay(FakeSource([(0.0, wire)]), FAST)))
-    assert batches == [[Text(text="a"), Text(text="b"), Text(text="c"), Finished(stop_reason="stop", usage=None)]]
+def test_end_without_done_is_incomplete_and_keeps_a_cut_off_frame() -> None:
+    rec = Recorder()
+    relay = Relay(rec, FAST, now=0.0)
+    relay.feed(wire("a")[0] + b'data: {"response":"b"}')
+    assert relay.end() == b"TX"
+    assert rec.calls == [["a"], ["b"], Failed(code="upstream_incomplete", message="The model stream ended before the answer was complete.")]
 
 
-def test_failure_mid_stream_keeps_what_was_sent_then_fails() -> None:
-    source = FakeSource([*frames("a", done=False), (0.0, RuntimeError("boom"))])
-    events = flat(asyncio.run(collect(relay(source, FAST))))
-    assert events == [Text(text="a"), Failed(code="upstream_error", message="The model stream failed.")]
+def test_failure_mid_stream() -> None:
+    rec = Recorder()
+    relay = Relay(rec, FAST, now=0.0)
+    relay.feed(wire("a")[0])
+    assert relay.fail(RuntimeError("boom")) == b"X"
+    assert rec.calls[-1] == Failed(code="upstream_error", message="The model stream failed.")
+    assert relay.fail(RuntimeError("again")) == b""
 
 
-def test_end_without_done_is_reported_not_treated_as_complete() -> None:
-    events = flat(asyncio.run(collect(relay(FakeSource(frames("a", done=False)), FAST))))
-    assert events[0] == Text(text="a")
-    assert isinstance(events[-1], Failed) and events[-1].code == "upstream_incomplete"
+def test_ticks_ping_after_silence_then_time_out() -> None:
+    rec = Recorder()
+    relay = Relay(rec, Timing(ping_after=1.0, give_up_after=2.5), now=0.0)
+    assert relay.next_deadline() == 0.25  # a quarter of the shorter interval
+    assert relay.tick(0.25) == b"" and relay.next_deadline() == 0.5
+    assert relay.tick(1.0) == b"P" and relay.next_deadline() == 1.25
+    relay.feed(b": comment only\n\n")  # upstream bytes, but nothing to send
+    assert relay.tick(1.25) == b""  # the data is dated now: the timeout restarts from 1.25
+    assert relay.tick(2.0) == b"P"
+    assert relay.tick(3.0) == b"P"
+    assert relay.tick(3.5) == b""
+    assert relay.tick(3.75) == b"X"
+    assert rec.calls[-1] == Failed(code="upstream_timeout", message="The model sent nothing for 2.5 seconds.")
+    assert relay.closed and relay.tick(9.0) == b""
 
 
-def test_silence_pings_then_times_out_and_cancels_upstream() -> None:
+def test_sending_text_postpones_the_ping() -> None:
+    relay = Relay(Recorder(), Timing(ping_after=1.0, give_up_after=5.0), now=0.0)
+    relay.feed(wire("a")[0])
+    assert relay.tick(0.25) == b""
+    assert relay.tick(1.0) == b""  # text went out at (or before) 0.25
+    assert relay.tick(1.25) == b"P"
+
+
+async def collect(source: FakeSource, relay: Relay) -> bytes:
+    return b"".join([chunk async for chunk in drive(source, relay)])
+
+
+def chat_relay(timing: Timing = FAST) -> Relay:
+    return Relay(ChatEncoder(), timing, now=asyncio.get_event_loop().time())
+
+
+def run(source: FakeSource, timing: Timing = FAST) -> bytes:
+    async def go() -> bytes:
+        return await collect(source, chat_relay(timing))
+
+    return asyncio.run(go())
+
+
+def test_drive_complete_transcript() -> None:
+    source = FakeSource(frames("Hi", ' "you"\n', usage=USAGE))
+    assert run(source) == (
+        b'event: content_block_delta\ndata: {"index":0,"text":"Hi"}\n\n'
+        b'event: content_block_delta\ndata: {"index":1,"text":" \\"you\\"\\n"}\n\n'
+        b'event: message_stop\ndata: {"stop_reason":"stop","usage":{"prompt_tokens":1,"completion_tokens":2,"total_tokens":3}}\n\n'
+        b"event: done\ndata: {}\n\n"
+    )
+    assert source.reads_after_cancel == 0
+
+
+def test_drive_failed_transcript() -> None:
+    source = FakeSource([*frames("a", done=False), (0.0, RuntimeError("x"))])
+    assert run(source) == (
+        b'event: content_block_delta\ndata: {"index":0,"text":"a"}\n\n'
+        b'event: error\ndata: {"error":"upstream_error","message":"The model stream failed."}\n\n'
+        b"event: done\ndata: {}\n\n"
+    )
+    assert source.cancelled == 0
+
+
+def test_drive_incomplete_transcript() -> None:
+    assert run(FakeSource(frames("a", done=False))).endswith(
+        b'event: error\ndata: {"error":"upstream_incomplete","message":"The model stream ended before the answer was complete."}\n\n'
+        b"event: done\ndata: {}\n\n"
+    )
+
+
+def test_drive_pings_then_times_out_and_cancels_upstream() -> None:
     source = FakeSource([*frames("a", done=False), (0.0, STALL)])
-    timing = Timing(ping_after=0.05, give_up_after=0.18)
-    loop_events = flat(asyncio.run(collect(relay(source, timing))))
-    assert loop_events[0] == Text(text="a")
-    pings = [e for e in loop_events if isinstance(e, Ping)]
-    assert 2 <= len(pings) <= 4
-    assert isinstance(loop_events[-1], Failed) and loop_events[-1].code == "upstream_timeout"
+    out = run(source, Timing(ping_after=0.05, give_up_after=0.18))
+    assert out.startswith(b'event: content_block_delta\ndata: {"index":0,"text":"a"}\n\n: ping\n\n')
+    assert 2 <= out.count(b": ping\n\n") <= 4
+    assert out.endswith(
+        b'event: error\ndata: {"error":"upstream_timeout","message":"The model sent nothing for 0.18 seconds."}\n\n'
+        b"event: done\ndata: {}\n\n"
+    )
     assert source.cancelled == 1 and source.reads_after_cancel == 0
 
 
-def test_consumer_closing_early_cancels_upstream_once() -> None:
+def test_drive_closed_early_by_its_consumer_cancels_upstream_once() -> None:
     source = FakeSource([(0.01, step) for _, step in frames(*"abcdefgh")])
 
     async def first_two() -> None:
-        gen = relay(source, FAST)
+        gen = drive(source, chat_relay())
         await anext(gen)
         await anext(gen)
         await gen.aclose()
 
     asyncio.run(first_two())
-    assert source.cancelled == 1
-    assert source.reads_after_cancel == 0
+    assert source.cancelled == 1 and source.reads_after_cancel == 0
 
 
-def test_consumer_cancelled_while_waiting_cancels_upstream() -> None:
-    source = FakeSource([(0.0, frames("a", done=False)[0][1]), (0.0, STALL)])
+def test_drive_cancelled_while_waiting_cancels_upstream() -> None:
+    source = FakeSource([(0.0, wire("a", done=False)[0]), (0.0, STALL)])
 
     async def scenario() -> None:
-        gen = relay(source, FAST)
+        gen = drive(source, chat_relay())
         await anext(gen)
         task = asyncio.ensure_future(anext(gen))
         await asyncio.sleep(0.02)
@@ -89,42 +187,10 @@ def test_consumer_cancelled_while_waiting_cancels_upstream() -> None:
     assert source.cancelled == 1 and source.reads_after_cancel == 0
 
 
-async def wire(source: FakeSource, timing: Timing = FAST) -> bytes:
-    return b"".join([chunk async for chunk in chat_stream(relay(source, timing))])
-
-
-def test_protocol_transcript_complete() -> None:
-    usage = {"prompt_tokens": 1, "completion_tokens": 2, "total_tokens": 3}
-    assert asyncio.run(wire(FakeSource(frames("Hi", ' "you"\n', usage=usage)))) == (
-        b'event: content_block_delta\ndata: {"index":0,"text":"Hi"}\n\n'
-        b'event: content_block_delta\ndata: {"index":1,"text":" \\"you\\"\\n"}\n\n'
-        b'event: message_stop\ndata: {"stop_reason":"stop","usage":{"prompt_tokens":1,"completion_tokens":2,"total_tokens":3}}\n\n'
-        b"event: done\ndata: {}\n\n"
+def test_chat_encoder_lone_surrogates_survive_as_json_escapes() -> None:
+    out = ChatEncoder().texts(["\ud83c", "\udf0d", "é"])
+    assert out == (
+        b'event: content_block_delta\ndata: {"index":0,"text":"\\ud83c"}\n\n'
+        b'event: content_block_delta\ndata: {"index":1,"text":"\\udf0d"}\n\n'
+        b'event: content_block_delta\ndata: {"index":2,"text":"\\u00e9"}\n\n'
     )
-
-
-def test_protocol_transcript_failed_and_timed_out() -> None:
-    failed = asyncio.run(wire(FakeSource([*frames("a", done=False), (0.0, RuntimeError("x"))])))
-    assert failed == (
-        b'event: content_block_delta\ndata: {"index":0,"text":"a"}\n\n'
-        b'event: error\ndata: {"error":"upstream_error","message":"The model stream failed."}\n\n'
-        b"event: done\ndata: {}\n\n"
-    )
-    timed_out = asyncio.run(wire(FakeSource([(0.0, STALL)]), Timing(ping_after=0.03, give_up_after=0.05)))
-    assert timed_out == (
-        b": ping\n\n"
-        b'event: error\ndata: {"error":"upstream_timeout","message":"The model sent nothing for 0.05 seconds."}\n\n'
-        b"event: done\ndata: {}\n\n"
-    )
-
-
-def test_protocol_without_usage_omits_it() -> None:
-    assert asyncio.run(wire(FakeSource(frames("a")))).endswith(
-        b'event: message_stop\ndata: {"stop_reason":"stop"}\n\nevent: done\ndata: {}\n\n'
-    )
-
-
-def test_protocol_lone_surrogates_survive_as_json_escapes() -> None:
-    source = FakeSource([(0.0, b'data: {"response":"\\ud83c"}\n\n'), (0.0, b'data: {"response":"\\udf0d"}\n\ndata: [DONE]\n\n')])
-    out = asyncio.run(wire(source))
-    assert b'"text":"\\ud83c"' in out and b'"text":"\\udf0d"' in out

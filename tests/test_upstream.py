@@ -77,6 +77,19 @@ STREAMS: dict[str, tuple[bytes, list[str], dict[str, object]]] = {
         ["a", "b"],
         {"done": False},
     ),
+    "nothing after a multi-line [DONE] is read": (
+        native("a") + b"event: end\ndata: [DONE]\n\n" + native("late") + b"data: [DONE]\n\n",
+        ["a"],
+        {"done": True},
+    ),
+    "escapes, controls and non-plain frames take the full JSON path": (
+        b'data: {"response":"tab\\there \\"q\\" \\u00e9"}\n\n'
+        b'data: {"p":"x","response":"reordered"}\n\n'
+        b'data: {"response":"raw\x01control"}\n\n'
+        b"data: [DONE]\n\n",
+        ['tab\there "q" \u00e9', "reordered"],
+        {"done": True, "malformed": 1},
+    ),
     "nothing after [DONE] is read": (
         native("a") + b"data: [DONE]\n\n" + native("late"),
         ["a"],
