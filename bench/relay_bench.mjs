@@ -215,6 +215,7 @@ function snapshot() {
   return { live: s.live, created: s.created, destroyed: s.destroyed, py_objects: s.py_objects, heap_mb: process.memoryUsage().heapUsed / 1e6, wasm_mb: worker.py._module.HEAP8.length / 1e6 };
 }
 {
+  await new Promise((r) => setTimeout(r, 20));
   const before = snapshot();
   for (let i = 0; i < (QUICK ? 200 : 1000); i++) {
     const abort = new AbortController();
@@ -230,6 +231,7 @@ function snapshot() {
   results.leaks.streams_1000 = { before, after: snapshot() };
 }
 {
+  await new Promise((r) => setTimeout(r, 20));
   const samples = [];
   const n = QUICK ? 20000 : 100000;
   const response = await worker.fetch(chatRequest(n));
@@ -240,6 +242,7 @@ function snapshot() {
     if (done) break;
     if (++chunks % Math.floor(n / 5) === 0) samples.push(snapshot());
   }
+  await new Promise((r) => setTimeout(r, 20));
   results.leaks.one_long_stream = { tokens: n, samples, after: snapshot() };
 }
 

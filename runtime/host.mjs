@@ -33,7 +33,7 @@ function walk(src, visit, rel = "") {
   } else visit(src, rel);
 }
 
-function copyInto(py, src, dest) {
+export function copyInto(py, src, dest) {
   walk(src, (file, rel) => {
     const target = rel ? `${dest}/${rel}` : dest;
     py.FS.mkdirTree(path.posix.dirname(target));
@@ -54,7 +54,7 @@ function fingerprint(sdkSite) {
 
 // The JS objects workerd hands the SDK, by name, so that a snapshot that refers to
 // them can be given this start's objects again.
-function helperObjects(env) {
+export function helperObjects(env) {
   const workersModule = { env, waitUntil: () => {} };
   const socketsModule = {};
   const helper = {
@@ -71,7 +71,7 @@ function helperObjects(env) {
   }));
 }
 
-function registerHelpers(py, objects) {
+export function registerHelpers(py, objects) {
   py.registerJsModule("_pyodide_entrypoint_helper", objects.get("helper"));
   py.registerJsModule("_cloudflare_compat_flags", objects.get("flags"));
 }
@@ -91,7 +91,7 @@ import workers, workers.entrypoints, workers.rpc, asyncio, json, logging, gc
 
 // A snapshot captures Pyodide with the SDK imported (not our sources, which are
 // loaded fresh every start), so a restart skips the ~3 s interpreter boot.
-async function bootPyodide(root, sdkSite, objects, log) {
+export async function bootPyodide(root, sdkSite, objects, log) {
   const cacheDir = path.join(root, ".cache", "pyodide");
   const snapFile = path.join(cacheDir, `snapshot-${fingerprint(sdkSite)}.bin`);
   const indexURL = path.dirname(require.resolve("pyodide/pyodide.mjs")) + path.sep;

@@ -14,7 +14,7 @@ import app
 import openai_compat  # noqa: F401  (registers the /v1 routes)
 
 from errors import ApiError
-from jsstream import AbortWatch, JsByteSource, OutgoingStream, RelayPipe, iter_stream
+from jsstream import AbortWatch, JsByteSource, OutgoingStream, RelayPipe, iter_body
 from relay import drive
 from web import WebRequest, WebResponse
 
@@ -71,7 +71,7 @@ class Default(WorkerEntrypoint):
             url=url,
             path=urlsplit(url).path,
             headers={str(k): str(v) for k, v in raw.headers.entries()},
-            body=iter_stream(raw.body),
+            body=iter_body(raw),
         )
         watch = AbortWatch(raw.signal)
         try:

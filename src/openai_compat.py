@@ -9,7 +9,7 @@ nothing reaches env.AI.run unchecked.
 from __future__ import annotations
 
 import json
-import secrets
+import os
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -168,7 +168,7 @@ async def completions(ctx: Context) -> WebResponse:
     request = parse_completion(await parse_body(ctx), ctx)
     chat = request.chat
     source = await open_upstream(ctx, chat.model, chat.ai_inputs())
-    id, created = "chatcmpl-" + secrets.token_hex(12), int(time.time())
+    id, created = "chatcmpl-" + os.urandom(12).hex(), int(time.time())
     if request.stream:
         encoder = CompletionEncoder(id=id, created=created, model=chat.model, include_usage=request.include_usage)
         relay = new_relay(ctx, encoder, chat.max_tokens)
