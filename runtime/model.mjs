@@ -8,6 +8,7 @@
 //   [[fault:stall]]      the stream goes silent after 2 tokens, forever
 //   [[fault:nodone]]     the stream ends without `data: [DONE]`
 //   [[fault:split]]      frames re-cut at random byte boundaries (seeded, so repeatable)
+//   [[fault:nostream]]   run() ignores "stream" and resolves to the whole answer as an object
 //   [[pace:N]]           N ms between tokens (default: the runtime's pace)
 //   [[tokens:N]]         answer with exactly N filler tokens
 // The wire shape follows the model id: "@cf/openai/..." and "*gpt-oss*" stream
@@ -145,6 +146,10 @@ export class Ai {
     const pace = opts.pace !== undefined ? Number(opts.pace) : this.paceMs;
     const pt = promptTokens(messages);
     const usage = { prompt_tokens: pt, completion_tokens: tokens.length, total_tokens: pt + tokens.length };
+    if (opts.fault === "nostream") {
+      call.closedAt = performance.now();
+      return { response: tokens.join(""), usage };
+    }
     const chunks = chunksOf(frames(model, shapeFor(model), tokens, truncated, usage, opts), opts);
     let next = 0;
     let tokenCount = 0;

@@ -130,6 +130,17 @@ def test_frames_split_at_random_bytes_give_the_same_answer(runtime: Runtime, mod
     assert response.content == expected_wire(messages)
 
 
+def test_a_whole_answer_instead_of_a_stream_is_relayed_as_one_delta(runtime: Runtime) -> None:
+    messages = convo("[[fault:nostream]] all at once")
+    events = parse_sse(post(runtime, {"messages": messages}).content)
+    usage = expected_usage(messages)
+    assert events == [
+        ("content_block_delta", {"index": 0, "text": "".join(expected_tokens(messages))}),
+        ("message_stop", {"stop_reason": "stop", "usage": usage}),
+        ("done", {}),
+    ]
+
+
 def test_throw_before_streaming_is_502_without_detail(runtime: Runtime) -> None:
     response = post(runtime, {"messages": convo("[[fault:throw]]")})
     assert response.status_code == 502
