@@ -27,6 +27,7 @@ dev: setup
 
 test: setup
 	node --test tests/js/
+	$(UV) run --locked mypy
 	$(UV) run --locked pytest
 
 bench: setup

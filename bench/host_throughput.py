@@ -20,6 +20,7 @@ def frames(n: int, shape: str) -> list[bytes]:
     out = []
     for i in range(n):
         text = (" " if i else "") + WORDS[i % len(WORDS)]
+        frame: dict[str, object]
         if shape == "native":
             frame = {"response": text, "p": "abcdefgh"}
         else:

@@ -13,14 +13,16 @@ import subprocess
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 
 
-def node(script: str, *args: str) -> dict:
+def node(script: str, *args: str) -> dict[str, Any]:
     out = subprocess.run(["node", "--expose-gc", str(BENCH / script), *args], cwd=ROOT, capture_output=True, text=True, check=True)
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
+    return result
 
 
 def cpu_model() -> str:

@@ -9,7 +9,7 @@ from sse import PING, event
 
 DONE = event("done", "{}")
 _dumps = json.JSONEncoder(separators=(",", ":")).encode
-_string = json.encoder.encode_basestring_ascii  # type: ignore[attr-defined]
+_string = json.encoder.encode_basestring_ascii
 
 
 def error_event(code: str, message: str) -> bytes:

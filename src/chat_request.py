@@ -153,7 +153,7 @@ def parse_messages(
                     param=f"{where}.{key}",
                 )
         role = item.get("role")
-        if role not in roles:
+        if not isinstance(role, str) or role not in roles:
             allowed = ", ".join(repr(r) for r in roles)
             raise invalid(f"{where}.role", f"must be one of {allowed}, got {role!r}")
         if "content" not in item:

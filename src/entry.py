@@ -15,7 +15,8 @@ import openai_compat  # noqa: F401  (registers the /v1 routes)
 
 from errors import ApiError
 from jsstream import AbortWatch, JsByteSource, OutgoingStream, RelayPipe, iter_body
-from relay import drive
+from relay import ByteSource, drive
+from settings import Lookup
 from web import WebRequest, WebResponse
 
 
@@ -38,7 +39,7 @@ class WorkersAi:
         self._env = env
         self._watch = watch
 
-    async def stream(self, model: str, inputs: dict[str, Any]) -> app.ByteSource:
+    async def stream(self, model: str, inputs: dict[str, Any]) -> ByteSource:
         binding = getattr(self._env, "AI", None)
         if binding is None:
             raise ApiError(500, "server_misconfigured", "The AI binding is not configured.")
@@ -54,7 +55,7 @@ class WorkersAi:
         return _OneShot(result)
 
 
-def _lookup(env: Any):
+def _lookup(env: Any) -> Lookup:
     def get(key: str) -> str | None:
         value = getattr(env, key, None)
         return value if isinstance(value, str) else None
@@ -62,7 +63,7 @@ def _lookup(env: Any):
     return get
 
 
-class Default(WorkerEntrypoint):
+class Default(WorkerEntrypoint):  # type: ignore[misc]  # the SDK has no stubs
     async def fetch(self, request: Any) -> Response:
         raw = request.js_object
         url = str(raw.url)

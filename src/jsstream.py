@@ -34,7 +34,8 @@ def live_streams() -> dict[str, int]:
 def _bytes_of(value: Any) -> bytes:
     if isinstance(value, str):
         return value.encode()
-    return value.to_bytes()
+    data: bytes = value.to_bytes()
+    return data
 
 
 class JsByteSource:

@@ -100,7 +100,7 @@ def parse_completion(body: dict[str, Any], ctx: Context) -> CompletionRequest:
 
 
 _dumps = json.JSONEncoder(separators=(",", ":")).encode
-_string = json.encoder.encode_basestring_ascii  # type: ignore[attr-defined]
+_string = json.encoder.encode_basestring_ascii
 
 
 class CompletionEncoder:

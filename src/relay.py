@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -170,7 +170,7 @@ class Relay:
             log.warning("skipped %d malformed upstream frame(s)", self._decoder.malformed)
 
 
-async def drive(source: ByteSource, relay: Relay) -> AsyncIterator[bytes]:
+async def drive(source: ByteSource, relay: Relay) -> AsyncGenerator[bytes, None]:
     """Run a relay over an async ByteSource with asyncio timers; cancels the source early."""
     loop = asyncio.get_running_loop()
     pending: asyncio.Future[bytes | None] | None = None

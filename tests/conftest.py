@@ -105,7 +105,8 @@ def assert_stopped(call: dict[str, object]) -> None:
     assert call["cancelledAt"] is not None
     assert call["readsAfterCancel"] == 0 and call["pullsAfterCancel"] == 0
     assert call["chunksSent"] == call["chunksAtCancel"]
-    assert call["pulls"] >= 1  # the counters are live: the model was read before
+    pulls = call["pulls"]
+    assert isinstance(pulls, int) and pulls >= 1  # the counters are live: the model was read before
 
 
 def parse_sse(raw: bytes) -> list[tuple[str, object]]:

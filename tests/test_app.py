@@ -1,6 +1,7 @@
 import asyncio
 import json
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 
@@ -16,7 +17,7 @@ async def body_of(*parts: bytes) -> AsyncIterator[bytes]:
         yield part
 
 
-def request(method: str, path: str, body: bytes = b"", **headers: str) -> WebRequest:
+def request(method: str, path: str, body: bytes = b"", **headers: Any) -> WebRequest:
     return WebRequest(
         method=method,
         url=URL + path,
@@ -101,7 +102,7 @@ def test_chat_streams_with_sse_headers_and_passes_only_known_fields() -> None:
     ],
 )
 def test_cors_allowed(allowed: str, origin: str | None, expected: tuple[tuple[str, str], ...]) -> None:
-    headers = {"origin": origin} if origin else {}
+    headers: dict[str, Any] = {"origin": origin} if origin else {}
     response = call(request("GET", "/api/v1/models", **headers), {"CORS_ALLOWED_ORIGINS": allowed})
     assert response.status == 200
     assert response.headers[2:] == expected

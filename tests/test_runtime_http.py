@@ -83,7 +83,9 @@ def test_disconnect_cancels_the_model_within_50ms_and_no_read_follows(runtime: R
                     break
         call = runtime.wait_for(lambda c: c["cancelledAt"] is not None)
         disconnect = httpx.get(runtime.url + "/__local/disconnects").json()[-1]["at"]
-        latencies.append(call["cancelledAt"] - disconnect)  # type: ignore[operator]
+        cancelled_at = call["cancelledAt"]
+        assert isinstance(cancelled_at, (int, float))
+        latencies.append(cancelled_at - disconnect)
         time.sleep(0.15)  # longer than a token: a read after the cancel would show now
         call = runtime.last_call()
         assert_stopped(call)
@@ -204,6 +206,23 @@ def test_request_signal_abort_stops_upstream_before_first_token(runtime: Runtime
         assert r.status_code == 200
     call = runtime.wait_for(lambda c: c["cancelledAt"] is not None)
     assert_stopped(call)
+
+
+def test_every_ending_releases_every_proxy(runtime: Runtime) -> None:
+    """done, error, timeout, incomplete, cancel, non-streamed and a pre-stream 502."""
+    before = runtime.stats()
+    for text in ["[[pace:0]] done", "[[fault:midstream]] [[pace:0]] x", "[[fault:stall]] [[pace:0]] x",
+                 "[[fault:nodone]] [[pace:0]] x", "[[fault:nostream]] x", "[[fault:throw]] x"]:
+        post(runtime, {"messages": convo(text)})
+    with runtime.client() as client, client.stream("POST", "/api/v1/chat", json={"messages": convo("[[pace:50]] cut")}) as r:
+        next(r.iter_raw())
+    runtime.wait_for(lambda c: c["cancelledAt"] is not None)
+    deadline = time.monotonic() + 3
+    while (after := runtime.stats())["live"] and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert after["live"] == 0
+    assert after["created"] - before["created"] == after["destroyed"] - before["destroyed"]  # type: ignore[operator]
+    assert after["created"] > before["created"]  # type: ignore[operator]
 
 
 async def one_stream(client: httpx.AsyncClient, i: int, cancel: bool) -> bool:

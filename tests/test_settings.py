@@ -1,15 +1,19 @@
 import pytest
 
-from settings import DEFAULT_MODELS, SettingsError, chat_disabled, load
+from settings import DEFAULT_MODELS, Lookup, SettingsError, chat_disabled, load
+
+
+def env(values: dict[str, str]) -> Lookup:
+    return values.get
 
 
 @pytest.mark.parametrize(("value", "disabled"), [("1", True), (None, False), ("0", False), ("true", False), (" 1", False), ("", False)])
 def test_kill_switch_is_exactly_one(value: str | None, disabled: bool) -> None:
-    assert chat_disabled({"AI_CHAT_DISABLED": value}.get if value is not None else {}.get) is disabled
+    assert chat_disabled(env({"AI_CHAT_DISABLED": value} if value is not None else {})) is disabled
 
 
 def test_defaults() -> None:
-    s = load({}.get)
+    s = load(env({}))
     assert s.models == DEFAULT_MODELS and s.default_model == DEFAULT_MODELS[0]
     assert (s.default_max_tokens, s.max_tokens_limit, s.max_body_bytes) == (1024, 4096, 65536)
     assert (s.max_messages, s.max_message_chars, s.ping_after, s.give_up_after) == (50, 8000, 15.0, 60.0)
@@ -17,13 +21,13 @@ def test_defaults() -> None:
 
 
 def test_lists_are_trimmed() -> None:
-    s = load({"AI_MODELS": " a , b ,", "CORS_ALLOWED_ORIGINS": "https://x.dev, https://y.dev"}.get)
+    s = load(env({"AI_MODELS": " a , b ,", "CORS_ALLOWED_ORIGINS": "https://x.dev, https://y.dev"}))
     assert s.models == ("a", "b") and s.default_model == "a"
     assert s.allowed_origins == ("https://x.dev", "https://y.dev")
 
 
 @pytest.mark.parametrize(
-    ("env", "message"),
+    ("env_values", "message"),
     [
         ({"AI_MODELS": "a", "AI_DEFAULT_MODEL": "b"}, "AI_DEFAULT_MODEL='b' is not in AI_MODELS"),
         ({"MAX_MESSAGES": "many"}, "MAX_MESSAGES='many' is not a int"),
@@ -32,6 +36,6 @@ def test_lists_are_trimmed() -> None:
         ({"STREAM_PING_SECONDS": "nan"}, "STREAM_PING_SECONDS='nan'"),
     ],
 )
-def test_misconfiguration_names_key_and_value(env: dict[str, str], message: str) -> None:
+def test_misconfiguration_names_key_and_value(env_values: dict[str, str], message: str) -> None:
     with pytest.raises(SettingsError, match=message.replace("(", r"\(")):
-        load(env.get)
+        load(env_values.get)

@@ -1,3 +1,5 @@
+from typing import Any
+
 import pytest
 
 from sse import PING, ServerSentEvent, event
@@ -26,7 +28,8 @@ def test_encode_exact_bytes(value: ServerSentEvent, wire: bytes) -> None:
 @pytest.mark.parametrize("bad", ["a\nb", "a\rb", "\r\n"])
 def test_line_breaks_in_event_and_id_are_refused(field: str, bad: str) -> None:
     with pytest.raises(ValueError, match=field):
-        ServerSentEvent(data="x", **{field: bad})
+        fields: dict[str, Any] = {field: bad}
+        ServerSentEvent(data="x", **fields)
 
 
 def test_nul_in_id_and_negative_retry_are_refused() -> None:
