@@ -185,14 +185,20 @@ class RelayPipe:
             controller.enqueue(to_js(first))
 
     def transform(self, chunk: Any, controller: Any) -> None:
-        out = self._relay.feed(_bytes_of(chunk))
+        try:
+            out = self._relay.feed(_bytes_of(chunk))
+        except Exception as exc:
+            out = self._relay.crash(exc)
         if out:
             controller.enqueue(to_js(out))
         if self._relay.closed:
             self._finish()
 
     def flush(self, controller: Any) -> None:
-        out = self._relay.end()
+        try:
+            out = self._relay.end()
+        except Exception as exc:
+            out = self._relay.crash(exc)
         if out:
             controller.enqueue(to_js(out))
 
@@ -200,7 +206,10 @@ class RelayPipe:
         self._timer = None
         if self._relay.closed:
             return
-        out = self._relay.tick(time.monotonic())
+        try:
+            out = self._relay.tick(time.monotonic())
+        except Exception as exc:
+            out = self._relay.crash(exc)
         if out:
             self._controller.enqueue(to_js(out))
         if self._relay.closed:

@@ -60,6 +60,7 @@ class Timing:
 
 
 STREAM_FAILED = Failed(code="upstream_error", message="The model stream failed.")
+INTERNAL = Failed(code="internal_error", message="The answer could not be completed.")
 INCOMPLETE = Failed(code="upstream_incomplete", message="The model stream ended before the answer was complete.")
 
 
@@ -117,6 +118,13 @@ class Relay:
             return b""
         log.warning("upstream stream ended abnormally (upstream error or client gone): %s", error)
         return self._fail(STREAM_FAILED)
+
+    def crash(self, error: BaseException) -> bytes:
+        """Our own code failed mid-answer: still end with an error event, never a broken stream."""
+        if self.closed:
+            return b""
+        log.error("relay failed: %r", error)
+        return self._fail(INTERNAL)
 
     def next_deadline(self) -> float:
         timing = self._timing
@@ -194,11 +202,14 @@ async def drive(source: ByteSource, relay: Relay) -> AsyncGenerator[bytes, None]
                 at_end = True
                 out = relay.fail(exc)
             else:
-                if chunk is None:
-                    at_end = True
-                    out = relay.end()
-                else:
-                    out = relay.feed(chunk)
+                try:
+                    if chunk is None:
+                        at_end = True
+                        out = relay.end()
+                    else:
+                        out = relay.feed(chunk)
+                except Exception as exc:
+                    out = relay.crash(exc)
             if out:
                 yield out
     finally:

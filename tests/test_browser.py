@@ -117,6 +117,22 @@ def test_multi_turn_enter_and_shift_enter_and_screenshot(page: Page) -> None:
     page.screenshot(path=str(ARTIFACTS / "chat.png"), full_page=True)
 
 
+def test_auto_scroll_follows_the_answer_but_not_a_reader_who_scrolled_up(page: Page) -> None:
+    page.set_viewport_size({"width": 800, "height": 400})
+    send(page, "[[pace:8]] [[tokens:600]] long")
+    log = page.locator("#log")
+    page.wait_for_function("document.getElementById('log').scrollHeight > 3 * document.getElementById('log').clientHeight")
+    gap = "(() => { const l = document.getElementById('log'); return l.scrollHeight - l.scrollTop - l.clientHeight; })()"
+    assert page.evaluate(gap) < 48  # following the answer
+    log.evaluate("l => { l.scrollTop = 0; }")
+    before = page.evaluate("document.getElementById('log').scrollHeight")
+    page.wait_for_function(f"document.getElementById('log').scrollHeight > {before} + 200")
+    assert log.evaluate("l => l.scrollTop") == 0  # the reader stays where they scrolled
+    log.evaluate("l => { l.scrollTop = l.scrollHeight; }")
+    expect(page.locator(".msg.assistant").last).to_have_attribute("data-outcome", "complete", timeout=15000)
+    assert page.evaluate(gap) < 48  # back at the bottom, following again
+
+
 def test_phone_width_has_no_horizontal_scroll(browser: Browser, runtime: Runtime) -> None:
     context = browser.new_context(viewport={"width": 360, "height": 740}, is_mobile=True, has_touch=True)
     page = context.new_page()

@@ -80,6 +80,29 @@ def test_failure_mid_stream() -> None:
     assert relay.fail(RuntimeError("again")) == b""
 
 
+def test_crash_ends_with_an_internal_error_once() -> None:
+    rec = Recorder()
+    relay = Relay(rec, FAST, now=0.0)
+    assert relay.crash(ValueError("bug")) == b"X"
+    assert rec.calls == [Failed(code="internal_error", message="The answer could not be completed.")]
+    assert relay.closed and relay.crash(ValueError("again")) == b""
+
+
+def test_drive_turns_a_crash_into_an_error_event() -> None:
+    class Exploding(ChatEncoder):
+        def texts(self, texts: list[str]) -> bytes:
+            raise RuntimeError("encoder bug")
+
+    async def go() -> bytes:
+        relay = Relay(Exploding(), FAST, now=asyncio.get_event_loop().time())
+        return await collect(FakeSource(frames("a")), relay)
+
+    assert asyncio.run(go()) == (
+        b'event: error\ndata: {"error":"internal_error","message":"The answer could not be completed."}\n\n'
+        b"event: done\ndata: {}\n\n"
+    )
+
+
 def test_ticks_ping_after_silence_then_time_out() -> None:
     rec = Recorder()
     relay = Relay(rec, Timing(ping_after=1.0, give_up_after=2.5), now=0.0)
