@@ -48,10 +48,8 @@ class WorkersAi:
         except JsException as exc:
             raise app.UpstreamFailure(str(exc)) from exc
         if getattr(getattr(result, "constructor", None), "name", None) == "ReadableStream":
-            source = JsByteSource(result)
             # The client leaving stops the upstream read, streamed answer or not.
-            self._watch.add(source.cancel)
-            return source
+            return JsByteSource(result, self._watch)
         return _OneShot(result)
 
 
@@ -96,6 +94,7 @@ def _to_response(response: WebResponse, watch: AbortWatch) -> Response:
         source, relay = response.body.source, response.body.relay
         if isinstance(source, JsByteSource) and source.untouched:
             body = RelayPipe(source.stream, relay, watch).stream
+            watch.release()  # the pipe follows request.signal itself
         else:
             body = OutgoingStream(drive(source, relay), source.cancel, watch).stream
     return Response(body, status=response.status, headers=headers)
