@@ -163,6 +163,7 @@ class RelayPipe:
     def __init__(self, upstream: "js.ReadableStream", relay: Relay, watch: AbortWatch) -> None:
         self._relay = relay
         self._controller: Any = None
+        self._enqueue: Any = None
         self._timer: Any = None
         self._stop = js.AbortController.new()
         self._on_data = create_proxy(self._data)
@@ -193,26 +194,28 @@ class RelayPipe:
 
     def start(self, controller: Any) -> None:
         self._controller = controller
+        # Looked up once: an attribute of a JS object costs a crossing (~5 us a chunk).
+        self._enqueue = controller.enqueue
         if first := self._relay.start():
-            controller.enqueue(to_js(first))
+            self._enqueue(to_js(first))
 
-    def transform(self, chunk: Any, controller: Any) -> None:
+    def transform(self, chunk: Any, _controller: Any) -> None:
         try:
             out = self._relay.feed(_bytes_of(chunk))
         except Exception as exc:
             out = self._relay.crash(exc)
         if out:
-            controller.enqueue(to_js(out))
+            self._enqueue(to_js(out))
         if self._relay.closed:
             self._finish()
 
-    def flush(self, controller: Any) -> None:
+    def flush(self, _controller: Any) -> None:
         try:
             out = self._relay.end()
         except Exception as exc:
             out = self._relay.crash(exc)
         if out:
-            controller.enqueue(to_js(out))
+            self._enqueue(to_js(out))
 
     def tick(self) -> None:
         self._timer = None
@@ -223,7 +226,7 @@ class RelayPipe:
         except Exception as exc:
             out = self._relay.crash(exc)
         if out:
-            self._controller.enqueue(to_js(out))
+            self._enqueue(to_js(out))
         if self._relay.closed:
             self._finish()
         else:
@@ -248,7 +251,7 @@ class RelayPipe:
             out = self._relay.fail(reason)
             try:
                 if out:
-                    self._controller.enqueue(to_js(out))
+                    self._enqueue(to_js(out))
                 self._controller.terminate()
             except Exception:
                 pass  # the client is gone; nothing to tell

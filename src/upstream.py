@@ -19,6 +19,8 @@ USAGE_KEYS = ("prompt_tokens", "completion_tokens", "total_tokens")
 # The native frame as Workers AI sends it, when its text needs no JSON unescaping:
 # the text is then the match itself, and json.loads (the slow part) is skipped.
 _PLAIN_NATIVE = re.compile(r'\{"response":"([^"\\\x00-\x1f]*)"(?:,"p":"[^"\\\x00-\x1f]*")?\}')
+# The commonest read of all: exactly one such frame.
+_ONE_PLAIN_FRAME = re.compile(r'data: \{"response":"([^"\\\x00-\x1f]*)"(?:,"p":"[^"\\\x00-\x1f]*")?\}\n\n')
 
 
 @dataclass(slots=True)
@@ -53,6 +55,9 @@ class UpstreamDecoder:
             and text.endswith("\n\n")
             and "\r" not in text
         ):
+            one = _ONE_PLAIN_FRAME.fullmatch(text)
+            if one is not None:
+                return Decoded(texts=[one.group(1)]) if one.group(1) else Decoded()
             out = Decoded()
             for block in text[:-2].split("\n\n"):
                 if block.startswith("data: ") and "\n" not in block:
