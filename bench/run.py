@@ -98,7 +98,7 @@ def main() -> None:
         lines.append(f"| {label} | {s['live']} | {s['created']} / {s['destroyed']} | {s['py_objects']:,} | {s['heap_mb']:.1f} | {s['wasm_mb']:.1f} |")
     lines += [
         "",
-        "Mid-stream samples include the in-flight stream's own objects (its pipe and abort watch);"
+        "Mid-stream samples include the in-flight stream's own objects (its relay pipe);"
         " the JS heap step before the long stream is the benchmark model's cache of its pre-encoded frames.",
     ]
     ours = statistics.median(i["ours_ms"] for i in imports)
