@@ -62,6 +62,9 @@ export async function startServer({ envName, port = 8787, paceMs = 40, vars = {}
   const config = loadConfig(ROOT, envName);
   Object.assign(config.vars, vars);
   const disconnects = [];
+  // Requests in flight, held until their response ends: Node stops forwarding aborts to
+  // request.signal once the Request object is garbage-collected.
+  const inflight = new Set();
   const ai = new Ai({ paceMs });
   const env = { ...config.vars };
   env[config.aiBinding ?? "AI"] = ai;
@@ -106,12 +109,12 @@ export async function startServer({ envName, port = 8787, paceMs = 40, vars = {}
     const headers = new Headers();
     for (let i = 0; i < req.rawHeaders.length; i += 2) headers.append(req.rawHeaders[i], req.rawHeaders[i + 1]);
     const hasBody = req.method !== "GET" && req.method !== "HEAD";
-    // Kept referenced until the response ends: Node stops forwarding aborts to
-    // request.signal once the Request is garbage-collected.
     const request = new Request(url, {
       method: req.method, headers, signal: abort.signal,
       body: hasBody ? Readable.toWeb(req) : undefined, duplex: "half",
     });
+    inflight.add(request);
+    res.on("close", () => inflight.delete(request));
     let response;
     try {
       response = await worker.fetch(request);
@@ -138,7 +141,6 @@ export async function startServer({ envName, port = 8787, paceMs = 40, vars = {}
     } catch (err) {
       if (!res.destroyed) { console.error(err); res.destroy(); }
     }
-    void request;
     return response.status;
   }
 

@@ -162,6 +162,7 @@ class RelayPipe:
 
     def __init__(self, upstream: "js.ReadableStream", relay: Relay, watch: AbortWatch) -> None:
         self._relay = relay
+        self._client_signal = watch.signal
         self._controller: Any = None
         self._enqueue: Any = None
         self._timer: Any = None
@@ -246,8 +247,10 @@ class RelayPipe:
 
     def settled(self, reason: Any = None) -> None:
         """The pipe ended: upstream finished, failed, or the client cancelled."""
-        if not self._relay.closed:
-            # The upstream errored, or the client left: tell whoever is still listening.
+        if self._client_signal is not None and self._client_signal.aborted:
+            log.info("client went away; upstream cancelled")
+        elif not self._relay.closed:
+            # The upstream errored (or the body was cancelled): tell whoever still listens.
             out = self._relay.fail(reason)
             try:
                 if out:
