@@ -205,10 +205,7 @@ class RelayPipe:
             out = self._relay.feed(_bytes_of(chunk))
         except Exception as exc:
             out = self._relay.crash(exc)
-        if out:
-            self._enqueue(to_js(out))
-        if self._relay.closed:
-            self._finish()
+        self._send(out)
 
     def flush(self, _controller: Any) -> None:
         try:
@@ -226,12 +223,15 @@ class RelayPipe:
             out = self._relay.tick(time.monotonic())
         except Exception as exc:
             out = self._relay.crash(exc)
+        self._send(out)
+        if not self._relay.closed:
+            self._schedule()
+
+    def _send(self, out: bytes) -> None:
         if out:
             self._enqueue(to_js(out))
         if self._relay.closed:
             self._finish()
-        else:
-            self._schedule()
 
     def _schedule(self) -> None:
         delay_ms = max(self._relay.next_deadline() - time.monotonic(), 0) * 1000

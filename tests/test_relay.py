@@ -208,12 +208,3 @@ def test_drive_cancelled_while_waiting_cancels_upstream() -> None:
 
     asyncio.run(scenario())
     assert source.cancelled == 1 and source.reads_after_cancel == 0
-
-
-def test_chat_encoder_lone_surrogates_survive_as_json_escapes() -> None:
-    out = ChatEncoder().texts(["\ud83c", "\udf0d", "é"])
-    assert out == (
-        b'event: content_block_delta\ndata: {"index":0,"text":"\\ud83c"}\n\n'
-        b'event: content_block_delta\ndata: {"index":1,"text":"\\udf0d"}\n\n'
-        b'event: content_block_delta\ndata: {"index":2,"text":"\\u00e9"}\n\n'
-    )
