@@ -90,11 +90,11 @@ def _to_response(response: WebResponse, watch: AbortWatch) -> Response:
         watch.release()
         body = response.body or None
     else:
-        # The stream releases the watch when it ends, however it ends.
         source, relay = response.body.source, response.body.relay
         if isinstance(source, JsByteSource) and source.untouched:
             body = RelayPipe(source.stream, relay, watch).stream
             watch.release()  # the pipe follows request.signal itself
         else:
+            # Released by the stream when it ends, however it ends.
             body = OutgoingStream(drive(source, relay), source.cancel, watch).stream
     return Response(body, status=response.status, headers=headers)

@@ -96,7 +96,8 @@ async def iter_body(request: "js.Request") -> AsyncIterator[bytes]:
     """A request body as chunks. With a Content-Length (which the core checks against its
     limit before the first chunk is asked for) it is one arrayBuffer() read: the HTTP layer
     delivers exactly that many bytes, and one await costs far less than a read loop."""
-    if request.headers.get("content-length") is None:
+    # A missing header is JS null, which arrives as pyodide.ffi.jsnull (falsy, not None).
+    if not request.headers.get("content-length"):
         async for chunk in iter_stream(request.body):
             yield chunk
         return
@@ -112,16 +113,15 @@ class AbortWatch:
     """
 
     def __init__(self, signal: "js.AbortSignal | None") -> None:
-        self._signal = signal if signal else None
-        self.signal = self._signal
+        self.signal = signal if signal else None
         self._callbacks: list[Callable[[], None]] = []
         self._proxy: Any = None
         self._released = False
 
     def add(self, callback: Callable[[], None]) -> None:
-        if self._signal is None or self._released:
+        if self.signal is None or self._released:
             return
-        if self._signal.aborted:
+        if self.signal.aborted:
             callback()
             return
         self._callbacks.append(callback)
@@ -129,7 +129,7 @@ class AbortWatch:
             self._proxy = create_proxy(self._fire)
             _COUNTS["created"] += 1
             _LIVE.add(self)
-            self._signal.addEventListener("abort", self._proxy)
+            self.signal.addEventListener("abort", self._proxy)
 
     def _fire(self, _event: Any = None) -> None:
         callbacks, self._callbacks = self._callbacks, []
@@ -140,8 +140,8 @@ class AbortWatch:
         self._released = True
         self._callbacks = []
         if self._proxy is not None:
-            assert self._signal is not None
-            self._signal.removeEventListener("abort", self._proxy)
+            assert self.signal is not None
+            self.signal.removeEventListener("abort", self._proxy)
             self._proxy.destroy()
             self._proxy = None
             _COUNTS["destroyed"] += 1

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 import time
 from collections.abc import Iterator
 
@@ -172,6 +173,23 @@ def test_oversized_chunked_body_is_refused_without_content_length(runtime: Runti
         response = client.post("/api/v1/chat", content=chunks(), headers={"content-type": "application/json"})
     assert response.status_code == 413
     assert response.json()["error"] == "body_too_large"
+
+
+def test_chunked_body_is_refused_while_it_is_still_arriving(runtime: Runtime) -> None:
+    """Past the limit the Worker answers 413 without waiting for the rest of the body."""
+    host, port = runtime.url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=5) as sock:
+        sock.sendall(
+            b"POST /api/v1/chat HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b"Transfer-Encoding: chunked\r\n\r\n"
+        )
+        piece = b"x" * 8192
+        for _ in range(10):  # 80 KiB > 64 KiB, and the terminating chunk never comes
+            sock.sendall(b"%x\r\n%s\r\n" % (len(piece), piece))
+        sock.settimeout(5)
+        head = sock.recv(4096)
+    assert head.startswith(b"HTTP/1.1 413 "), head[:200]
+    assert b'"error": "body_too_large"' in head
 
 
 def test_routes_methods_and_models(runtime: Runtime) -> None:
