@@ -148,6 +148,24 @@ class AbortWatch:
             _LIVE.discard(self)
 
 
+# The pipe's wiring in one JS call. Made step by step from Python, each step is a JS
+# crossing: ~170 us more on every answer's time to first byte. The relay stays in Python.
+_PIPE = js.Function.new(
+    "upstream",
+    "start",
+    "data",
+    "settled",
+    "clientSignal",
+    "stopSignal",
+    """
+    const transform = new TransformStream({ start, transform: data, flush: data });
+    const signal = clientSignal ? AbortSignal.any([clientSignal, stopSignal]) : stopSignal;
+    upstream.pipeTo(transform.writable, { signal, preventAbort: true }).then(settled, settled);
+    return transform.readable;
+    """,
+)
+
+
 class RelayPipe:
     """upstream.pipeTo(TransformStream) with the relay as the transformer.
 
@@ -172,18 +190,14 @@ class RelayPipe:
         self._proxies = [self._on_data, self._tick]
         _COUNTS["created"] += len(self._proxies)
         _LIVE.add(self)
-        transformer = to_js(
-            {"start": create_once_callable(self.start), "transform": self._on_data, "flush": self._on_data},
-            dict_converter=js.Object.fromEntries,
+        self.stream = _PIPE(
+            upstream,
+            create_once_callable(self.start),  # TransformStream runs start() at once
+            self._on_data,
+            create_once_callable(self.settled),
+            watch.signal,
+            self._stop.signal,
         )
-        transform = js.TransformStream.new(transformer)  # runs start() now
-        signal = self._stop.signal
-        if watch.signal is not None:
-            signal = js.AbortSignal.any(to_js([watch.signal, signal]))
-        options = to_js({"signal": signal, "preventAbort": True}, dict_converter=js.Object.fromEntries)
-        settled = create_once_callable(self.settled)
-        upstream.pipeTo(transform.writable, options).then(settled, settled)
-        self.stream = transform.readable
         self._schedule()
 
     def _data(self, first: Any, second: Any = None) -> None:
