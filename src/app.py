@@ -85,6 +85,10 @@ class Route:
     methods: Mapping[str, Handler]
     render_error: ErrorRenderer
 
+    @property
+    def allow(self) -> str:
+        return ", ".join([*self.methods, "OPTIONS"])
+
 
 ROUTES: dict[str, Route] = {
     "/api/v1/chat": Route(methods={"POST": chat}, render_error=app_error),
@@ -119,11 +123,10 @@ def cors_headers(request: WebRequest, allowed: tuple[str, ...]) -> Headers | Non
 
 
 def preflight(request: WebRequest, route: Route, cors: Headers) -> WebResponse:
-    methods = ", ".join([*route.methods, "OPTIONS"])
     headers = cors + (
-        ("access-control-allow-methods", methods),
+        ("access-control-allow-methods", route.allow),
         ("access-control-max-age", "86400"),
-        ("allow", methods),
+        ("allow", route.allow),
     )
     wanted = request.headers.get("access-control-request-headers")
     if wanted:
@@ -161,12 +164,11 @@ async def handle(request: WebRequest, env: Lookup, model: ChatModel) -> WebRespo
         return preflight(request, route, cors)
     handler = route.methods.get(request.method)
     if handler is None:
-        allow = ", ".join([*route.methods, "OPTIONS"])
         error = ApiError(
             405,
             "method_not_allowed",
-            f"{request.method} is not allowed on {request.path}; use {allow}",
-            headers=(("allow", allow),),
+            f"{request.method} is not allowed on {request.path}; use {route.allow}",
+            headers=(("allow", route.allow),),
         )
         return route.render_error(error).with_headers(cors)
     try:

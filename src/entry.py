@@ -113,7 +113,7 @@ def _to_response(response: WebResponse, watch: AbortWatch) -> Response:
     else:
         source, relay = response.body.source, response.body.relay
         if isinstance(source, JsByteSource) and source.untouched:
-            body = RelayPipe(source.stream, relay, watch).stream
+            body = RelayPipe(source.stream, relay, watch.signal).stream
             watch.release()  # the pipe follows request.signal itself
         else:
             # Released by the stream when it ends, however it ends.

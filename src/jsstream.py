@@ -31,6 +31,14 @@ def live_streams() -> dict[str, int]:
     return {"live": len(_LIVE), **_COUNTS}
 
 
+def _destroy(owner: Any, proxies: list[Any]) -> None:
+    """Destroy an owner's proxies (each exactly once: the caller then forgets them)."""
+    for proxy in proxies:
+        proxy.destroy()
+    _COUNTS["destroyed"] += len(proxies)
+    _LIVE.discard(owner)
+
+
 def _bytes_of(value: Any) -> bytes:
     if isinstance(value, str):
         return value.encode()
@@ -142,10 +150,8 @@ class AbortWatch:
         if self._proxy is not None:
             assert self.signal is not None
             self.signal.removeEventListener("abort", self._proxy)
-            self._proxy.destroy()
+            _destroy(self, [self._proxy])
             self._proxy = None
-            _COUNTS["destroyed"] += 1
-            _LIVE.discard(self)
 
 
 # The pipe's wiring in one JS call. Made step by step from Python, each step is a JS
@@ -178,9 +184,9 @@ class RelayPipe:
     the two that run repeatedly are proxies, destroyed when the pipe settles.
     """
 
-    def __init__(self, upstream: "js.ReadableStream", relay: Relay, watch: AbortWatch) -> None:
+    def __init__(self, upstream: "js.ReadableStream", relay: Relay, client_signal: Any) -> None:
         self._relay = relay
-        self._client_signal = watch.signal
+        self._client_signal = client_signal
         self._controller: Any = None
         self._enqueue: Any = None
         self._timer: Any = None
@@ -195,7 +201,7 @@ class RelayPipe:
             create_once_callable(self.start),  # TransformStream runs start() at once
             self._on_data,
             create_once_callable(self.settled),
-            watch.signal,
+            client_signal,
             self._stop.signal,
         )
         self._schedule()
@@ -279,11 +285,8 @@ class RelayPipe:
         asyncio.get_event_loop().call_soon(self._release)
 
     def _release(self) -> None:
-        for proxy in self._proxies:
-            proxy.destroy()
-        _COUNTS["destroyed"] += len(self._proxies)
+        _destroy(self, self._proxies)
         self._proxies = []
-        _LIVE.discard(self)
 
 
 class OutgoingStream:
@@ -355,8 +358,5 @@ class OutgoingStream:
         if not self._proxies:
             return
         self._watch.release()
-        for proxy in self._proxies:
-            proxy.destroy()
-        _COUNTS["destroyed"] += len(self._proxies)
+        _destroy(self, self._proxies)
         self._proxies = []
-        _LIVE.discard(self)
