@@ -5,6 +5,10 @@ BOOT := .cache/bootstrap
 UV := $(BOOT)/bin/uv
 PORT ?= 8787
 ENV ?=
+# workerd reads its Pyodide bundle from here when set (machines without internet); unset, it
+# downloads Cloudflare's. The shared offline bundle is used when it sits beside the checkout.
+WORKERD_PYODIDE_DIR ?= $(wildcard $(abspath ../shared/workerd-pyodide))
+export WORKERD_PYODIDE_DIR
 
 .PHONY: setup dev test test-python test-js bench clean
 
@@ -23,7 +27,7 @@ node_modules/.installed: package.json package-lock.json
 	touch $@
 
 dev: setup
-	PORT=$(PORT) node runtime/server.mjs $(if $(ENV),--env $(ENV))
+	PORT=$(PORT) node local/launch.mjs --snapshot auto $(if $(ENV),--env $(ENV))
 
 test: setup
 	node --test tests/js/
@@ -31,7 +35,7 @@ test: setup
 	$(UV) run --locked pytest
 
 bench: setup
-	$(UV) run --locked python bench/run.py
+	$(UV) run --locked python bench/host_throughput.py
 
 clean:
 	rm -rf .venv node_modules .cache

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -13,7 +14,7 @@ import settings as config
 from chat_events import ChatEncoder
 from chat_request import check_content_type, parse_chat, parse_json, read_body
 from errors import ApiError
-from relay import ByteSource, Encoder, Relay, Timing
+from relay import Encoder, Relay, Timing, Upstream
 from settings import Lookup, Settings, SettingsError
 from web import SSE_HEADERS, Headers, Relayed, WebRequest, WebResponse, json_response
 
@@ -25,7 +26,7 @@ class UpstreamFailure(Exception):
 
 
 class ChatModel(Protocol):
-    async def stream(self, model: str, inputs: dict[str, Any]) -> ByteSource: ...
+    async def stream(self, model: str, inputs: dict[str, Any]) -> Upstream: ...
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -54,9 +55,14 @@ async def parse_body(ctx: Context) -> dict[str, Any]:
     return parse_json(body)
 
 
-async def open_upstream(ctx: Context, model: str, inputs: dict[str, Any]) -> ByteSource:
+async def open_upstream(ctx: Context, model: str, inputs: dict[str, Any]) -> Upstream:
+    """env.AI.run(): bounded by the idle limit too, since a model that never answers is silent."""
+    limit = ctx.settings.give_up_after
     try:
-        return await ctx.model.stream(model, inputs)
+        return await asyncio.wait_for(ctx.model.stream(model, inputs), timeout=limit)
+    except TimeoutError:
+        log.error("env.AI.run(%r) sent nothing for %gs", model, limit)
+        raise ApiError(504, "upstream_timeout", f"The model sent nothing for {limit:g} seconds.") from None
     except UpstreamFailure as exc:
         log.error("env.AI.run(%r) failed: %s", model, exc)
         raise ApiError(502, "upstream_error", "The model could not be reached.") from exc
@@ -90,19 +96,37 @@ class Route:
         return ", ".join([*self.methods, "OPTIONS"])
 
 
-ROUTES: dict[str, Route] = {
-    "/api/v1/chat": Route(methods={"POST": chat}, render_error=app_error),
-    "/api/v1/models": Route(methods={"GET": models}, render_error=app_error),
-}
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Api:
+    """One API's routes, and the error shape of any other path under its prefix."""
+
+    prefix: str
+    routes: Mapping[str, Route]
+    render_error: ErrorRenderer
 
 
-# Unknown paths under a prefix answer in that API's error shape.
-PREFIX_ERRORS: dict[str, ErrorRenderer] = {}
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RouteTable:
+    routes: Mapping[str, Route]
+    apis: tuple[Api, ...]
+
+    @classmethod
+    def of(cls, *apis: Api) -> RouteTable:
+        return cls(routes={path: route for api in apis for path, route in api.routes.items()}, apis=apis)
+
+    def not_found(self, path: str) -> WebResponse:
+        render = next((api.render_error for api in self.apis if path.startswith(api.prefix)), app_error)
+        return render(ApiError(404, "not_found", f"no route for {path}"))
 
 
-def add_routes(routes: Mapping[str, Route], *, prefix: str, render_error: ErrorRenderer) -> None:
-    ROUTES.update(routes)
-    PREFIX_ERRORS[prefix] = render_error
+CHAT_API = Api(
+    prefix="/api/",
+    routes={
+        "/api/v1/chat": Route(methods={"POST": chat}, render_error=app_error),
+        "/api/v1/models": Route(methods={"GET": models}, render_error=app_error),
+    },
+    render_error=app_error,
+)
 
 
 def _origin_of(url: str) -> str:
@@ -134,15 +158,10 @@ def preflight(request: WebRequest, route: Route, cors: Headers) -> WebResponse:
     return WebResponse(status=204, headers=headers)
 
 
-def not_found(path: str) -> WebResponse:
-    render = next((r for p, r in PREFIX_ERRORS.items() if path.startswith(p)), app_error)
-    return render(ApiError(404, "not_found", f"no route for {path}"))
-
-
-async def handle(request: WebRequest, env: Lookup, model: ChatModel) -> WebResponse:
-    route = ROUTES.get(request.path)
+async def handle(request: WebRequest, env: Lookup, model: ChatModel, table: RouteTable) -> WebResponse:
+    route = table.routes.get(request.path)
     if route is None:
-        return not_found(request.path)
+        return table.not_found(request.path)
     if config.chat_disabled(env):
         return route.render_error(
             ApiError(503, "ai_unavailable", "The AI chat service is turned off; try again later.")

@@ -1,16 +1,19 @@
 """JavaScript ReadableStream <-> Python bytes, and nothing else.
 
 Every proxy made here is destroyed exactly once, whichever way the stream ends: the
-response finishes, the client cancels the body, or the request signal aborts.
+answer completes, fails or times out, the client cancels the body, or the request signal
+aborts. Nothing here is kept in a module global but Python values: a deploy snapshots the
+module state, and a JS object there fails it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import time
 import weakref
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 import js
@@ -20,15 +23,32 @@ from relay import Relay
 
 log = logging.getLogger("jsstream")
 
-_NOOP = js.Function.new("")  # a JS function, so ignoring a promise costs no proxy
-
 # Alive while their proxies are: a leaked proxy keeps its owner here (see live_streams()).
 _LIVE: weakref.WeakSet[Any] = weakref.WeakSet()
-_COUNTS = {"created": 0, "destroyed": 0}
+_COUNTS = {"created": 0, "destroyed": 0, "relays": 0, "relays_ended": 0, "clients_gone": 0}
+
+# Events the relay may queue for a client that reads slowly. Measured on workerd: a client
+# that leaves after the upstream has ended gets no abort, no cancel and no timer in the
+# Worker, so a pipe stalled on backpressure would never end. Reading ahead lets every
+# answer reach its end (it is bounded by max_tokens); while the upstream is still open,
+# request.signal does fire, and stops it at once.
+READ_AHEAD_EVENTS = 16384
 
 
 def live_streams() -> dict[str, int]:
-    return {"live": len(_LIVE), **_COUNTS}
+    gc.collect()
+    return {"live": len(_LIVE), **_COUNTS, "py_objects": len(gc.get_objects())}
+
+
+def js_object(value: dict[str, Any]) -> Any:
+    """A plain JS object (not a Map, not a PyProxy): what JS APIs and bindings expect."""
+    return to_js(value, dict_converter=js.Object.fromEntries)
+
+
+def _ignore(promise: Any) -> None:
+    # Boolean is a JS function that accepts anything and has no effect: a rejection handler
+    # that needs no proxy (and no code made from a string, which workerd forbids).
+    promise.catch(js.Boolean)
 
 
 def _destroy(owner: Any, proxies: list[Any]) -> None:
@@ -47,32 +67,24 @@ def _bytes_of(value: Any) -> bytes:
 
 
 class JsByteSource:
-    """Reads a JS ReadableStream; after cancel() no read reaches the stream again.
+    """Reads a JS ReadableStream from Python; after cancel() no read reaches it again.
 
-    The reader is taken on the first read, so a shell may instead hand the untouched
-    stream to a JS pipe (see RelayPipe) and never read it from Python at all. Only when
-    Python does read it does the client leaving (the watch) cancel it from here.
+    Only where Python itself must read a body (the request's); an answer is never read
+    here but handed whole to a RelayPipe, so the reader is taken on the first read.
     """
 
-    __slots__ = ("stream", "_reader", "_stopped", "_watch")
+    __slots__ = ("stream", "_reader", "_stopped")
 
-    def __init__(self, stream: "js.ReadableStream", watch: "AbortWatch | None" = None) -> None:
+    def __init__(self, stream: "js.ReadableStream") -> None:
         self.stream = stream
         self._reader: Any = None
         self._stopped = False
-        self._watch = watch
-
-    @property
-    def untouched(self) -> bool:
-        return self._reader is None and not self._stopped
 
     async def read(self) -> bytes | None:
         if self._stopped:
             return None
         if self._reader is None:
             self._reader = self.stream.getReader()
-            if self._watch is not None:
-                self._watch.add(self.cancel)
         result = await self._reader.read()
         if result.done or self._stopped:
             self._stopped = True
@@ -84,15 +96,17 @@ class JsByteSource:
             return
         self._stopped = True
         if self._reader is not None:
-            self._reader.cancel().catch(_NOOP)
+            _ignore(self._reader.cancel())
         elif not self.stream.locked:
-            self.stream.cancel().catch(_NOOP)
+            _ignore(self.stream.cancel())
 
 
-async def iter_stream(stream: "js.ReadableStream | None") -> AsyncIterator[bytes]:
-    if stream is None or not stream:
+async def iter_body(request: "js.Request") -> AsyncIterator[bytes]:
+    """A request body as chunks, for the core to count against its limit as they arrive."""
+    body = request.body
+    if body is None or not body:
         return
-    source = JsByteSource(stream)
+    source = JsByteSource(body)
     try:
         while (chunk := await source.read()) is not None:
             yield chunk
@@ -100,110 +114,61 @@ async def iter_stream(stream: "js.ReadableStream | None") -> AsyncIterator[bytes
         source.cancel()
 
 
-async def iter_body(request: "js.Request") -> AsyncIterator[bytes]:
-    """A request body as chunks. With a Content-Length (which the core checks against its
-    limit before the first chunk is asked for) it is one arrayBuffer() read: the HTTP layer
-    delivers exactly that many bytes, and one await costs far less than a read loop."""
-    # A missing header is JS null, which arrives as pyodide.ffi.jsnull (falsy, not None).
-    if not request.headers.get("content-length"):
-        async for chunk in iter_stream(request.body):
-            yield chunk
-        return
-    buffer = await request.arrayBuffer()
-    if buffer.byteLength:
-        yield buffer.to_bytes()
-
-
-class AbortWatch:
-    """Runs callbacks when the request's signal aborts (the client went away).
-
-    One listener per request, added only once something needs it, removed by release().
-    """
-
-    def __init__(self, signal: "js.AbortSignal | None") -> None:
-        self.signal = signal if signal else None
-        self._callbacks: list[Callable[[], None]] = []
-        self._proxy: Any = None
-        self._released = False
-
-    def add(self, callback: Callable[[], None]) -> None:
-        if self.signal is None or self._released:
-            return
-        if self.signal.aborted:
-            callback()
-            return
-        self._callbacks.append(callback)
-        if self._proxy is None:
-            self._proxy = create_proxy(self._fire)
-            _COUNTS["created"] += 1
-            _LIVE.add(self)
-            self.signal.addEventListener("abort", self._proxy)
-
-    def _fire(self, _event: Any = None) -> None:
-        callbacks, self._callbacks = self._callbacks, []
-        for callback in callbacks:
-            callback()
-
-    def release(self) -> None:
-        self._released = True
-        self._callbacks = []
-        if self._proxy is not None:
-            assert self.signal is not None
-            self.signal.removeEventListener("abort", self._proxy)
-            _destroy(self, [self._proxy])
-            self._proxy = None
-
-
-# The pipe's wiring in one JS call. Made step by step from Python, each step is a JS
-# crossing: ~170 us more on every answer's time to first byte. The relay stays in Python.
-_PIPE = js.Function.new(
-    "upstream",
-    "start",
-    "data",
-    "settled",
-    "clientSignal",
-    "stopSignal",
-    """
-    const transform = new TransformStream({ start, transform: data, flush: data });
-    const signal = clientSignal ? AbortSignal.any([clientSignal, stopSignal]) : stopSignal;
-    upstream.pipeTo(transform.writable, { signal, preventAbort: true }).then(settled, settled);
-    return transform.readable;
-    """,
-)
-
-
 class RelayPipe:
     """upstream.pipeTo(TransformStream) with the relay as the transformer.
 
     JavaScript does the pumping; Python is called once per upstream chunk, synchronously,
-    and once per ping interval by one timer. The pipe stops the upstream by itself when the
-    client cancels the body (the transform's readable is cancelled) or the request signal
-    aborts (the pipe's signal follows it), and when the relay ends the answer (complete,
-    or timed out). Callbacks that run once are once-callables, which destroy themselves
-    (~5 us, against ~87 us to make and destroy a proxy in Pyodide: time to first byte);
-    the two that run repeatedly are proxies, destroyed when the pipe settles.
+    and once per ping interval by one timer. It is wired step by step from Python (a few JS
+    calls per answer), because workerd makes no code from strings.
+
+    Ways it ends, and what stops the upstream read in each:
+    - the relay closes the answer (complete, failed, timed out): terminate() our side, which
+      errors the pipe's destination, so the pipe cancels what is left upstream;
+    - the client cancels the response body: the transform's readable is cancelled, same;
+    - the request signal aborts (client gone): our own listener terminates the transform
+      and aborts the pipe's signal. It does not wait for pipeTo to settle: on workerd a pipe
+      whose source never answers a cancel may never settle, and the proxies must not wait
+      for it.
+    Callbacks that run once are once-callables, which destroy themselves; the rest are
+    proxies, destroyed on the first ending.
     """
 
-    def __init__(self, upstream: "js.ReadableStream", relay: Relay, client_signal: Any) -> None:
+    def __init__(self, upstream: "js.ReadableStream", relay: Relay, client_signal: Any, ctx: Any = None) -> None:
         self._relay = relay
-        self._client_signal = client_signal
+        # Measured on workerd: when a client leaves, the request's context may be torn down
+        # before the abort reaches us, and then no callback of ours ever runs again. A
+        # waitUntil() keeps the context alive until the relay has released everything.
+        self._done = js.Promise.withResolvers()
+        if ctx is not None:
+            ctx.waitUntil(self._done.promise)
+        self._signal = client_signal if client_signal else None
         self._controller: Any = None
         self._enqueue: Any = None
         self._timer: Any = None
+        self._released = False
         self._stop = js.AbortController.new()
         self._on_data = create_proxy(self._data)
         self._tick = create_proxy(self.tick)
-        self._proxies = [self._on_data, self._tick]
-        _COUNTS["created"] += len(self._proxies)
+        self._on_abort = create_proxy(self._client_gone)
+        self._settled = create_once_callable(self.settled)
+        self._settled_ran = False
+        self._proxies = [self._on_data, self._tick, self._on_abort]
+        _COUNTS["created"] += len(self._proxies) + 1
+        _COUNTS["relays"] += 1
         _LIVE.add(self)
-        self.stream = _PIPE(
-            upstream,
-            create_once_callable(self.start),  # TransformStream runs start() at once
-            self._on_data,
-            create_once_callable(self.settled),
-            client_signal,
-            self._stop.signal,
+        transform = js.TransformStream.new(
+            js_object({"start": create_once_callable(self.start), "transform": self._on_data, "flush": self._on_data, "cancel": self._on_abort}),
+            js_object({"highWaterMark": 1}),
+            js_object({"highWaterMark": READ_AHEAD_EVENTS}),
         )
+        self.stream = transform.readable
+        if self._signal is not None:
+            if self._signal.aborted:
+                self._stop.abort()
+            else:
+                self._signal.addEventListener("abort", self._on_abort)
+        options = js_object({"signal": self._stop.signal, "preventAbort": True})
+        _ignore(upstream.pipeTo(transform.writable, options).then(self._settled, self._settled))
         self._schedule()
 
     def _data(self, first: Any, second: Any = None) -> None:
@@ -234,6 +199,7 @@ class RelayPipe:
             out = self._relay.crash(exc)
         if out:
             self._enqueue(to_js(out))
+        self._end()
 
     def tick(self) -> None:
         self._timer = None
@@ -263,14 +229,22 @@ class RelayPipe:
         try:
             self._controller.terminate()
         except Exception:
-            self._stop.abort()
+            pass
+        self._stop.abort()
+        self._end()
+
+    def _client_gone(self, _event: Any = None) -> None:
+        log.info("client went away; upstream cancelled")
+        _COUNTS["clients_gone"] += 1
+        self._relay.closed = True
+        self._finish()
 
     def settled(self, reason: Any = None) -> None:
-        """The pipe ended: upstream finished, failed, or the client cancelled."""
-        if self._client_signal is not None and self._client_signal.aborted:
-            log.info("client went away; upstream cancelled")
-        elif not self._relay.closed:
-            # The upstream errored (or the body was cancelled): tell whoever still listens.
+        """The pipe ended: upstream finished or failed, or one of the endings above."""
+        self._settled_ran = True  # a once-callable: it destroys itself after this call
+        _COUNTS["destroyed"] += 1
+        if not self._relay.closed and not self._released:
+            # The upstream errored, or the body was cancelled: tell whoever still listens.
             out = self._relay.fail(reason)
             try:
                 if out:
@@ -278,85 +252,27 @@ class RelayPipe:
                 self._controller.terminate()
             except Exception:
                 pass  # the client is gone; nothing to tell
+        self._end()
+
+    def _end(self) -> None:
+        if self._released:
+            return
+        self._released = True
         if self._timer is not None:
             js.clearTimeout(self._timer)
             self._timer = None
+        if self._signal is not None:
+            self._signal.removeEventListener("abort", self._on_abort)
         # Not from inside a proxy's own call: destroy on the next turn of the loop.
         asyncio.get_event_loop().call_soon(self._release)
 
     def _release(self) -> None:
+        if not self._settled_ran:
+            # The pipe has not settled yet and may never do: if it does later, calling the
+            # destroyed callable throws into a promise whose rejection _ignore() handles.
+            self._settled_ran = True
+            self._proxies.append(self._settled)
         _destroy(self, self._proxies)
         self._proxies = []
-
-
-class OutgoingStream:
-    """A JS ReadableStream pulled from a Python async iterator of bytes."""
-
-    def __init__(
-        self,
-        chunks: AsyncIterator[bytes],
-        on_cancel: Callable[[], None] | None,
-        watch: AbortWatch,
-    ) -> None:
-        self._chunks = chunks
-        self._on_cancel = on_cancel
-        self._watch = watch
-        self._task: asyncio.Future[bytes | None] | None = None
-        self._ended = False
-        self._pull = create_proxy(self.pull)
-        self._cancel = create_proxy(self.cancel)
-        self._proxies = [self._pull, self._cancel]
-        _COUNTS["created"] += len(self._proxies)
-        _LIVE.add(self)
-        source = to_js({"pull": self._pull, "cancel": self._cancel}, dict_converter=js.Object.fromEntries)
-        self.stream = js.ReadableStream.new(source)
-        watch.add(self.cancel)
-
-    async def pull(self, controller: "js.ReadableStreamDefaultController") -> None:
-        if self._ended:
-            return
-        self._task = asyncio.ensure_future(anext(self._chunks, None))
-        try:
-            chunk = await self._task
-        except asyncio.CancelledError:
-            return
-        except Exception:
-            log.exception("response stream failed")
-            chunk = None
-        finally:
-            self._task = None
-        if self._ended:
-            return
-        if chunk is None:
-            # Close only in a pull that enqueued nothing: the queue is empty, so the
-            # stream is closed at once and cancel() can no longer be called.
-            self._ended = True
-            controller.close()
-            self._release()
-        else:
-            controller.enqueue(to_js(chunk))
-
-    def cancel(self, reason: Any = None) -> None:
-        if self._ended:
-            return
-        self._ended = True
-        if self._on_cancel is not None:
-            self._on_cancel()
-        if self._task is not None:
-            self._task.cancel()
-        else:
-            asyncio.ensure_future(self._close_chunks())
-        # Not from inside the proxy's own call: destroy on the next turn of the loop.
-        asyncio.get_running_loop().call_soon(self._release)
-
-    async def _close_chunks(self) -> None:
-        aclose = getattr(self._chunks, "aclose", None)
-        if aclose is not None:
-            await aclose()
-
-    def _release(self) -> None:
-        if not self._proxies:
-            return
-        self._watch.release()
-        _destroy(self, self._proxies)
-        self._proxies = []
+        _COUNTS["relays_ended"] += 1
+        self._done.resolve()

@@ -14,10 +14,10 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from app import Context, Route, add_routes, new_relay, open_upstream, parse_body
+from app import Api, Context, Route, new_relay, open_upstream, parse_body
 from chat_request import ChatRequest, parse_max_tokens, parse_messages, parse_model, parse_temperature
 from errors import ApiError, invalid
-from relay import Failed, Finished, drive
+from relay import Failed, Finished, OneShot, drive, relay_whole
 from web import SSE_HEADERS, Relayed, WebResponse, json_response
 
 SUPPORTED = ("model", "messages", "stream", "stream_options", "max_tokens", "max_completion_tokens", "temperature", "n")
@@ -167,15 +167,22 @@ class Collector:
 async def completions(ctx: Context) -> WebResponse:
     request = parse_completion(await parse_body(ctx), ctx)
     chat = request.chat
-    source = await open_upstream(ctx, chat.model, chat.ai_inputs())
+    inputs = chat.ai_inputs()
+    # Not streamed to the client: ask for the whole answer, one JSON result, no stream to read.
+    inputs["stream"] = request.stream
+    source = await open_upstream(ctx, chat.model, inputs)
     id, created = "chatcmpl-" + os.urandom(12).hex(), int(time.time())
     if request.stream:
         encoder = CompletionEncoder(id=id, created=created, model=chat.model, include_usage=request.include_usage)
         relay = new_relay(ctx, encoder, chat.max_tokens)
         return WebResponse(status=200, headers=SSE_HEADERS, body=Relayed(source=source, relay=relay))
     collector = Collector()
-    async for _ in drive(source, new_relay(ctx, collector, chat.max_tokens)):
-        pass
+    relay = new_relay(ctx, collector, chat.max_tokens)
+    if isinstance(source, OneShot):
+        relay_whole(relay, source)
+    else:  # a model that streams although asked not to
+        async for _ in drive(source, relay):
+            pass
     if collector.failure is not None:
         raise ApiError(502, collector.failure.code, collector.failure.message)
     finished = collector.finish
@@ -204,11 +211,11 @@ async def models(ctx: Context) -> WebResponse:
     return json_response(200, {"object": "list", "data": data})
 
 
-add_routes(
-    {
+OPENAI_API = Api(
+    prefix="/v1/",
+    routes={
         "/v1/chat/completions": Route(methods={"POST": completions}, render_error=openai_error),
         "/v1/models": Route(methods={"GET": models}, render_error=openai_error),
     },
-    prefix="/v1/",
     render_error=openai_error,
 )

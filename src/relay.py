@@ -3,7 +3,8 @@
 It is a synchronous state machine with no I/O and no clock of its own: the caller feeds
 it what the upstream sent and the time, and sends on what it returns. In the Worker a JS
 pipe drives it, one call per upstream chunk, so no asyncio task or promise is made per
-token; drive() is the asyncio driver for everything else. What the relay decodes reaches
+token; drive() is the same driver in asyncio, for hosts without JS streams (the host tests
+pin the relay's timing semantics with it), and relay_whole() runs a one-shot result. What the relay decodes reaches
 an Encoder as neutral calls (text, ping, finished, failed): the app's SSE protocol and the
 OpenAI chunk format are two encoders over the same relay.
 """
@@ -11,6 +12,7 @@ OpenAI chunk format are two encoders over the same relay.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass
@@ -27,6 +29,20 @@ class ByteSource(Protocol):
     async def read(self) -> bytes | None: ...
 
     def cancel(self) -> None: ...
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OneShot:
+    """A whole (non-streamed) Workers AI result, already converted to Python values."""
+
+    result: object
+
+    def frames(self) -> bytes:
+        """The result as the one-frame stream it would have been, for the same decoder."""
+        return b"data: %s\n\ndata: [DONE]\n\n" % json.dumps(self.result).encode()
+
+
+Upstream = ByteSource | OneShot
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -176,6 +192,17 @@ class Relay:
     def _log_malformed(self) -> None:
         if self._decoder.malformed:
             log.warning("skipped %d malformed upstream frame(s)", self._decoder.malformed)
+
+
+def relay_whole(relay: Relay, whole: OneShot) -> bytes:
+    """A one-shot result through the relay in one go: the same bytes a stream would give."""
+    out = relay.start()
+    try:
+        out += relay.feed(whole.frames())
+        out += relay.end()
+    except Exception as exc:
+        out += relay.crash(exc)
+    return out
 
 
 async def drive(source: ByteSource, relay: Relay) -> AsyncGenerator[bytes, None]:

@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from relay import ByteSource, Relay
+from relay import Relay, Upstream
 
 Headers = tuple[tuple[str, str], ...]
 
@@ -25,11 +25,11 @@ class WebRequest:
 class Relayed:
     """A streamed body: the upstream and the relay that re-frames it.
 
-    The shell picks how to run it (a JS pipe in the Worker, relay.drive() elsewhere), and
-    cancels the source when the client goes away.
+    The shell runs it (a JS pipe for a stream, relay_whole() for a one-shot result) and
+    stops the upstream when the client goes away.
     """
 
-    source: ByteSource
+    source: Upstream
     relay: Relay
 
 

@@ -8,7 +8,8 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 from pathlib import Path
 
 import httpx
@@ -20,93 +21,102 @@ TEST_VARS = {"STREAM_PING_SECONDS": "0.25", "UPSTREAM_TIMEOUT_SECONDS": "1.2"}
 
 
 class Runtime:
-    def __init__(self, process: subprocess.Popen[str], url: str, boot_line: str) -> None:
+    """The Worker on workerd (local/launch.mjs), its built-in model and the launcher's control."""
+
+    def __init__(self, process: subprocess.Popen[str], ready: dict[str, Any]) -> None:
         self.process = process
-        self.url = url
-        self.boot_line = boot_line
+        self.url = str(ready["url"]).rstrip("/")
+        self.model_url = str(ready["model"]).rstrip("/")
+        self.control_url = str(ready["control"]).rstrip("/")
+        self.ready = ready
         self.log: list[str] = []
         self.reader: threading.Thread
 
     def client(self, **kwargs: object) -> httpx.Client:
         return httpx.Client(base_url=self.url, timeout=10, **kwargs)  # type: ignore[arg-type]
 
-    def calls(self) -> list[dict[str, object]]:
-        return httpx.get(self.url + "/__local/calls").json()  # type: ignore[no-any-return]
+    def calls(self) -> list[dict[str, Any]]:
+        return httpx.get(self.model_url + "/__local/calls").json()  # type: ignore[no-any-return]
 
-    def last_call(self) -> dict[str, object]:
+    def last_call(self) -> dict[str, Any]:
         return self.calls()[-1]
 
     def set_vars(self, **values: str | None) -> None:
-        httpx.put(self.url + "/__local/vars", json=values).raise_for_status()
+        """Like a dashboard change: a new version of the Worker (workerd restarts)."""
+        httpx.put(self.control_url + "/__local/vars", json=values, timeout=120).raise_for_status()
 
-    def stats(self) -> dict[str, object]:
+    def stats(self) -> dict[str, Any]:
         return httpx.get(self.url + "/__local/stats").json()  # type: ignore[no-any-return]
 
-    def wait_for(self, predicate: object, timeout: float = 5.0) -> dict[str, object]:
+    def wait_for(self, predicate: Callable[[dict[str, Any]], bool], timeout: float = 5.0) -> dict[str, Any]:
         deadline = time.monotonic() + timeout
         while True:
             call = self.last_call()
-            if predicate(call):  # type: ignore[operator]
+            if predicate(call):
                 return call
             if time.monotonic() > deadline:
                 raise AssertionError(f"timed out waiting; last call: {call}")
             time.sleep(0.01)
 
+    def stop(self) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+        try:
+            self.process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self.reader.join(timeout=5)
+        if self.process.stdout is not None:
+            self.process.stdout.close()
 
-def start_runtime(*extra: str) -> Runtime:
+
+def start_runtime(*extra: str, vars: dict[str, str] | None = None, pace_ms: int = PACE_MS) -> Runtime:
     node = shutil.which("node")
     if node is None:
         pytest.fail("node is not installed")
-    if not (ROOT / "node_modules" / "pyodide").exists():
+    if not (ROOT / "node_modules" / "miniflare").exists():
         pytest.fail("node_modules is missing: run `npm ci`")
-    args = [node, "runtime/server.mjs", "--port", "0", "--pace", str(PACE_MS), "--exit-on-stdin-eof"]
-    for key, value in TEST_VARS.items():
+    args = [node, "local/launch.mjs", "--port", "0", "--pace", str(pace_ms), "--exit-on-stdin-eof"]
+    for key, value in {**TEST_VARS, **(vars or {})}.items():
         args += ["--var", f"{key}={value}"]
     process = subprocess.Popen(
         [*args, *extra], cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=sys.stderr, text=True
     )
     assert process.stdout is not None
-    deadline = time.monotonic() + 60
-    line = ""
+    deadline = time.monotonic() + 180
+    seen: list[str] = []
     while time.monotonic() < deadline:
         line = process.stdout.readline()
         if not line:
             break
-        match = re.search(r"on (http://127\.0\.0\.1:\d+)/", line)
-        if match:
-            runtime = Runtime(process, match.group(1), line.strip())
+        seen.append(line)
+        if line.startswith("{") and '"message":"ready"' in line:
+            runtime = Runtime(process, json.loads(line))
             runtime.reader = threading.Thread(target=lambda: runtime.log.extend(process.stdout or []), daemon=True)
             runtime.reader.start()
             return runtime
     process.kill()
-    pytest.fail(f"local runtime did not start: {line!r}")
+    pytest.fail("the launcher did not start workerd:\n" + "".join(seen[-30:]))
 
 
 @pytest.fixture(scope="session")
 def runtime() -> Iterator[Runtime]:
     started = time.monotonic()
     rt = start_runtime()
-    print(f"\nlocal runtime: {rt.boot_line} (fixture {time.monotonic() - started:.2f}s)")
+    print(f"\nworkerd: ready in {rt.ready['ms']} ms (fixture {time.monotonic() - started:.2f}s)")
     yield rt
-    assert rt.process.stdin is not None
-    rt.process.stdin.close()
-    try:
-        rt.process.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        rt.process.kill()
-        rt.process.wait()
-    rt.reader.join(timeout=5)
-    if rt.process.stdout is not None:
-        rt.process.stdout.close()
+    rt.stop()
 
 
-def assert_stopped(call: dict[str, object]) -> None:
-    """After the cancel the model saw no read, no pull, and produced nothing more."""
-    assert call["cancelledAt"] is not None
-    assert call["readsAfterCancel"] == 0 and call["pullsAfterCancel"] == 0
-    assert call["chunksSent"] == call["chunksAtCancel"]
-    pulls = call["pulls"]
-    assert isinstance(pulls, int) and pulls >= 1  # the counters are live: the model was read before
+def assert_stopped(call: dict[str, Any], *, left_at_ms: float | None = None, within_ms: float = 100.0) -> None:
+    """The model saw its connection closed before the answer's end, wrote nothing after,
+    and (given when the client left, epoch ms) within `within_ms` of it."""
+    assert call["clientClosedAt"] is not None and call["finishedAt"] is None, f"the model finished or never saw a close: {call}"
+    assert call["chunksSent"] == call["chunksAtClose"] < call["chunksTotal"], f"the model wrote after the close: {call}"
+    if left_at_ms is not None:
+        delay = call["clientClosedAt"] - left_at_ms
+        assert delay < within_ms, f"upstream closed {delay:.1f} ms after the client left (bound {within_ms} ms)"
 
 
 def parse_sse(raw: bytes) -> list[tuple[str, object]]:
@@ -124,7 +134,7 @@ def parse_sse(raw: bytes) -> list[tuple[str, object]]:
 
 
 def expected_tokens(messages: list[dict[str, str]]) -> list[str]:
-    """The built-in model's answer (runtime/model.mjs answerTokens), derived independently."""
+    """The built-in model's answer (local/model.mjs answerTokens), derived independently."""
     said = next(m["content"] for m in reversed(messages) if m["role"] == "user")
     clean = re.sub(r"\[\[\w+:[\w.-]+\]\]", "", said).strip()
     text = (
@@ -150,4 +160,8 @@ def expected_wire(messages: list[dict[str, str]], stop_reason: str = "stop") -> 
 
 
 def pytest_report_header() -> list[str]:
-    return [f"node: {shutil.which('node')}", f"CI: {os.environ.get('CI', '')}"]
+    return [
+        f"node: {shutil.which('node')}",
+        f"CI: {os.environ.get('CI', '')}",
+        f"WORKERD_PYODIDE_DIR: {os.environ.get('WORKERD_PYODIDE_DIR', '(unset: workerd downloads its Pyodide bundle)')}",
+    ]

@@ -6,6 +6,7 @@ from typing import Any
 import pytest
 
 from app import UpstreamFailure, handle
+from routes import TABLE
 from fakes import FakeModel, frames
 from web import Relayed, WebRequest, WebResponse
 
@@ -28,7 +29,7 @@ def request(method: str, path: str, body: bytes = b"", **headers: Any) -> WebReq
 
 
 def call(req: WebRequest, env: dict[str, str] | None = None, model: FakeModel | None = None) -> WebResponse:
-    return asyncio.run(handle(req, (env or {}).get, model or FakeModel(frames("hi"))))
+    return asyncio.run(handle(req, (env or {}).get, model or FakeModel(frames("hi")), TABLE))
 
 
 def error_of(response: WebResponse) -> tuple[int, str]:

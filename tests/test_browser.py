@@ -74,7 +74,7 @@ def test_stop_mid_answer_cancels_the_model(page: Page, runtime: Runtime) -> None
     expect(page.locator(".msg.assistant .text").last).not_to_have_text("")
     page.click("#stop")
     expect(page.locator(".msg.assistant").last).to_have_attribute("data-outcome", "aborted")
-    call = runtime.wait_for(lambda c: c["cancelledAt"] is not None)
+    call = runtime.wait_for(lambda c: c["clientClosedAt"] is not None)
     assert_stopped(call)
     expect(page.locator("#stop")).to_be_hidden()
 

@@ -87,7 +87,7 @@ def test_consumer_closing_early_cancels_the_model(client: openai.OpenAI, runtime
         if i == 2:
             break
     stream.close()
-    call = runtime.wait_for(lambda c: c["cancelledAt"] is not None)
+    call = runtime.wait_for(lambda c: c["clientClosedAt"] is not None)
     assert_stopped(call)
 
 
@@ -95,7 +95,7 @@ def test_non_streaming_disconnect_cancels_the_model(runtime: Runtime) -> None:
     body = {"model": NATIVE, "messages": convo("[[pace:100]] slow and whole")}
     with pytest.raises(httpx.ReadTimeout):
         httpx.post(runtime.url + "/v1/chat/completions", json=body, timeout=0.4)
-    call = runtime.wait_for(lambda c: c["cancelledAt"] is not None)
+    call = runtime.wait_for(lambda c: c["clientClosedAt"] is not None)
     assert_stopped(call)
 
 

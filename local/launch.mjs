@@ -1,0 +1,186 @@
+#!/usr/bin/env node
+// The local launcher: src/ unchanged on workerd (Cloudflare's runtime, the npm build wrangler
+// pins), through miniflare, the library `wrangler dev` is built on, configured by wrangler's own
+// reading of wrangler.toml (vars per environment, .dev.vars, [assets], [[ratelimits]]).
+// The only thing wrangler dev cannot do offline is the AI binding ("needs to be run remotely"):
+// here `env.AI` is still workerd's own Ai class, and its remote side is the built-in model
+// (local/model.mjs), a process of its own that speaks the binding's wire protocol.
+import { spawn } from "node:child_process";
+import fs from "node:fs";
+import http from "node:http";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+// Set only here, never in wrangler.toml: turns on the Worker's /__local/stats route.
+export const STATS_VAR = "LOCAL_DEV_STATS";
+
+const HELP = `Usage: node local/launch.mjs [options]
+
+Runs the Worker in src/ on workerd (through miniflare) with the built-in offline model as env.AI.
+
+  --env NAME          a [env.NAME] of wrangler.toml (default: the top level)
+  --port N            port on 127.0.0.1 (default: $PORT or 8787; 0 picks a free one)
+  --pace MS           ms between the built-in model's tokens (default 40)
+  --var NAME=VALUE    set a var on top of wrangler.toml and .dev.vars (repeatable)
+  --snapshot MODE     off | save | load | auto: the dedicated Python memory snapshot a deploy
+                      makes (auto: load .cache/python-snapshot if there, else save it first)
+  --exit-on-stdin-eof stop when standard input closes (for test harnesses)
+  -h, --help          this text
+
+Environment: WORKERD_PYODIDE_DIR=<dir with bundle/ and packages/> runs workerd offline
+(see ../shared/workerd-pyodide); unset, workerd downloads Cloudflare's Pyodide bundle.
+Local-only routes: the model's GET|DELETE /__local/calls (its own URL), the launcher's
+PUT /__local/vars (control URL: change vars as the dashboard does, by restarting workerd),
+and the Worker's GET /__local/stats (only with ${STATS_VAR}=1, which only this launcher sets).`;
+
+export function log(fields) {
+  process.stdout.write(JSON.stringify({ t: new Date().toISOString(), source: "launcher", ...fields }) + "\n");
+}
+
+function fail(message) {
+  log({ level: "error", message });
+  process.exit(1);
+}
+
+async function startModelProcess(paceMs) {
+  const child = spawn(process.execPath, [path.join(ROOT, "local", "model.mjs"), "--port", "0", "--pace", String(paceMs)], {
+    stdio: ["pipe", "pipe", "inherit"],
+  });
+  const url = await new Promise((resolve, reject) => {
+    let seen = "";
+    child.stdout.on("data", (data) => {
+      seen += data;
+      const m = seen.match(/on (http:\/\/127\.0\.0\.1:\d+\/)/);
+      if (m) resolve(m[1]);
+    });
+    child.once("exit", (code) => reject(new Error(`built-in model exited (${code}): ${seen}`)));
+  });
+  return { child, url };
+}
+
+function pythonModules(mainFile) {
+  const dir = path.dirname(mainFile);
+  const names = fs.readdirSync(dir).filter((f) => f.endsWith(".py")).sort();
+  // The main module first: workerd runs the first module as the entry point.
+  names.sort((a, b) => (a === path.basename(mainFile) ? -1 : b === path.basename(mainFile) ? 1 : 0));
+  return { modulesRoot: dir, modules: names.map((name) => ({ type: "PythonModule", path: path.join(dir, name) })) };
+}
+
+export async function workerOptions({ envName, vars, modelUrl }) {
+  process.env.WRANGLER_SEND_METRICS ??= "false";
+  const { unstable_getMiniflareWorkerOptions } = await import("wrangler");
+  const { workerOptions: base, main } = unstable_getMiniflareWorkerOptions(path.join(ROOT, "wrangler.toml"), envName, {});
+  if (!base.ai) log({ level: "warn", message: `no [ai] binding in ${envName ? `[env.${envName}]` : "the top level"} of wrangler.toml: env.AI is missing` });
+  return {
+    ...base,
+    name: "ai-chat",
+    ...pythonModules(main),
+    bindings: { ...base.bindings, ...vars },
+    ai: base.ai ? { ...base.ai, remoteProxyConnectionString: new URL(modelUrl) } : undefined,
+  };
+}
+
+async function readJson(req) {
+  const parts = [];
+  for await (const part of req) parts.push(part);
+  return JSON.parse(Buffer.concat(parts).toString("utf8") || "{}");
+}
+
+export async function launch({ envName, port, paceMs = 40, vars = {}, snapshot = "off" }) {
+  const { Miniflare, Log, LogLevel } = await import("miniflare");
+  const workerd = (await import("workerd")).default;
+  process.env.REAL_WORKERD = workerd.default ?? workerd;
+  process.env.MINIFLARE_WORKERD_PATH = path.join(ROOT, "local", "workerd");
+  const snapDir = path.join(ROOT, ".cache", "python-snapshot");
+  const model = await startModelProcess(paceMs);
+  const liveVars = { ...vars, [STATS_VAR]: "1" };
+  const shared = { host: "127.0.0.1", port, log: new Log(LogLevel.INFO) };
+
+  async function start(mode) {
+    if (mode === "off") delete process.env.LOCAL_PYTHON_SNAPSHOT;
+    else {
+      fs.mkdirSync(snapDir, { recursive: true });
+      process.env.LOCAL_PYTHON_SNAPSHOT = mode;
+      process.env.LOCAL_PYTHON_SNAPSHOT_DIR = snapDir;
+    }
+    const options = { ...shared, ...(await workerOptions({ envName, vars: liveVars, modelUrl: model.url })) };
+    const mf = new Miniflare(options);
+    const url = await mf.ready;
+    return { mf, url };
+  }
+
+  let mode = snapshot;
+  if (snapshot === "auto") mode = fs.existsSync(path.join(snapDir, "snapshot.bin")) ? "load" : "save";
+  let { mf, url } = await start(mode);
+
+  // Changing a var is a new version of the Worker, as in the dashboard: miniflare restarts workerd.
+  const control = http.createServer(async (req, res) => {
+    try {
+      if (req.method === "PUT" && req.url === "/__local/vars") {
+        for (const [k, v] of Object.entries(await readJson(req))) {
+          if (v === null) delete liveVars[k]; else liveVars[k] = String(v);
+        }
+        await mf.setOptions({ ...shared, port: Number(url.port), ...(await workerOptions({ envName, vars: liveVars, modelUrl: model.url })) });
+        res.writeHead(200, { "content-type": "application/json" });
+        return res.end(JSON.stringify(liveVars));
+      }
+      res.writeHead(404).end();
+    } catch (err) {
+      res.writeHead(500, { "content-type": "text/plain" }).end(String(err?.stack ?? err));
+    }
+  });
+  await new Promise((resolve) => control.listen(0, "127.0.0.1", resolve));
+
+  async function stop() {
+    control.close();
+    model.child.stdin.end();
+    model.child.kill();
+    await mf.dispose();
+  }
+  return { url: url.href, modelUrl: model.url, controlUrl: `http://127.0.0.1:${control.address().port}/`, mode, stop };
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  let values;
+  try {
+    ({ values } = parseArgs({ options: {
+      env: { type: "string" }, port: { type: "string" }, pace: { type: "string" },
+      var: { type: "string", multiple: true }, snapshot: { type: "string" },
+      "exit-on-stdin-eof": { type: "boolean" }, help: { type: "boolean", short: "h" },
+    } }));
+  } catch (err) {
+    fail(`${err.message} (see --help)`);
+  }
+  if (values.help) { console.log(HELP); process.exit(0); }
+  const vars = {};
+  for (const item of values.var ?? []) {
+    const at = item.indexOf("=");
+    if (at < 1) fail(`--var wants NAME=VALUE, got ${item}`);
+    vars[item.slice(0, at)] = item.slice(at + 1);
+  }
+  const port = Number(values.port ?? process.env.PORT ?? 8787);
+  const snapshot = values.snapshot ?? "off";
+  if (!["off", "save", "load", "auto"].includes(snapshot)) fail(`--snapshot wants off, save, load or auto, got ${snapshot}`);
+  const started = performance.now();
+  let running;
+  try {
+    running = await launch({ envName: values.env, port, paceMs: Number(values.pace ?? 40), vars, snapshot });
+  } catch (err) {
+    if (err?.code === "ERR_ADDRESS_IN_USE") fail(`port ${port} is in use: stop what runs there or pick another with --port N (or PORT=N make dev)`);
+    fail(String(err?.message ?? err).split("\n")[0]);
+  }
+  const ms = Math.round(performance.now() - started);
+  log({ level: "info", message: "ready", ms, snapshot: running.mode, url: running.url, model: running.modelUrl, control: running.controlUrl });
+  console.log(`ai-chat on workerd ready in ${ms} ms (snapshot: ${running.mode}) on ${running.url}`);
+  const stop = async () => {
+    log({ level: "info", message: "stopping" });
+    setTimeout(() => process.exit(0), 3000).unref();
+    await running.stop().catch(() => {});
+    process.exit(0);
+  };
+  process.on("SIGINT", stop);
+  process.on("SIGTERM", stop);
+  if (values["exit-on-stdin-eof"]) { process.stdin.on("end", stop); process.stdin.on("error", stop); process.stdin.resume(); }
+}

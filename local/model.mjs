@@ -1,0 +1,321 @@
+#!/usr/bin/env node
+// The built-in offline model: an HTTP server in its own process that speaks the Workers AI
+// binding's wire protocol, so the Worker's `env.AI` is workerd's own `Ai` class
+// (`cloudflare-internal:ai-api`) talking to it exactly as it talks to Cloudflare:
+//
+//   POST /run?version=3   header cf-consn-model-id: <model>   body {"inputs": {...}, "options": {...}}
+//   -> 200 text/event-stream (inputs.stream) | 200 application/json (the result object)
+//   -> non-2xx {"internalCode", "description", "name"} (what Ai._parseError reads)
+//
+// miniflare's AI plugin reaches it through its remote-proxy client, which wraps the request:
+// the URL in `MF-URL` and every original header as `MF-Header-<name>`; both forms are accepted.
+//
+// Directives in the last user message steer it, for tests and demos:
+//   [[fault:throw]]      run() fails before streaming (500, internalCode 5000)
+//   [[error:NNNN]]       run() fails with that Workers AI error (3040, 3036, 4006, 5006, 5007, 5021, 5028)
+//   [[fault:midstream]]  the connection breaks after 3 tokens
+//   [[fault:malformed]]  malformed JSON frames between tokens (the answer still completes)
+//   [[fault:stall]]      the stream goes silent after 2 tokens, forever
+//   [[fault:nodone]]     the stream ends without `data: [DONE]`
+//   [[fault:split]]      frames re-cut at random byte boundaries (seeded, so repeatable)
+//   [[fault:nostream]]   the whole answer as one JSON object even though a stream was asked for
+//   [[fault:bom]]        the stream starts with a UTF-8 byte order mark
+//   [[pace:N]]           N ms between tokens (default: --pace)
+//   [[tokens:N]]         answer with exactly N filler tokens
+//   [[think:N]]          reason for N tokens first (reasoning models; native models wrap it in
+//                        <think>...</think>, [[thinktag:open]] drops the opening tag as real models do)
+//   [[reasoning:FIELD]]  OpenAI-shaped reasoning in `reasoning_content`, `reasoning` or `both`
+//   [[usage:first]]      OpenAI shape: the real usage first, a zero-usage chunk last
+//   [[usage:cumulative]] OpenAI shape: cumulative usage on every chunk (qwen over REST)
+// Shapes follow the model id: ids in REASONING_MODELS stream OpenAI-shaped chunks with
+// reasoning (gpt-oss, kimi, glm, qwq); every other id the native frames, in the shape
+// Workers AI really sends: {"response","tool_calls":[],"p"} with empty first and last frames,
+// a frame with no "response", then {"response":"","usage":{...}} and [DONE].
+import http from "node:http";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+
+const encoder = new TextEncoder();
+const FILLER = ["stream", "edge", "token", "relay", "python", "worker", "event", "byte"];
+const THOUGHT = ["Let", "me", "think", "about", "this", "carefully", "first", "then", "answer"];
+const MAX_CALLS = 5000;
+// Wall-clock ms (epoch), so a test in another process can compare its own times with ours.
+const now = () => performance.timeOrigin + performance.now();
+
+// Public error texts of Workers AI (cloudflare-docs, cloudflare/ai issues); status as the API sends it.
+export const ERRORS = {
+  3036: [429, "AiError", "You have used up your daily free allocation of 10,000 neurons. Please upgrade to Cloudflare's Workers Paid plan if you would like to continue usage."],
+  3040: [429, "AiError", "Capacity temporarily exceeded, please try again."],
+  4006: [429, "AiError", "you have used up your daily free allocation of 10,000 neurons, please upgrade to Cloudflare's Workers Paid plan if you would like to continue usage."],
+  5000: [500, "InferenceUpstreamError", "The built-in model refused (fault:throw)."],
+  5006: [400, "InferenceUpstreamError", "Error: required properties at '/' are 'prompt' or 'messages'"],
+  5007: [400, "InferenceUpstreamError", "No such model @cf/nope or task"],
+  5021: [400, "InferenceUpstreamError", "The estimated number of input and maximum output tokens (8810) exceeded this model context window limit (8192)."],
+  5028: [400, "AiError", "This model was deprecated on 2026-05-30. Please use an alternative model."],
+};
+
+export function isReasoningModel(model) {
+  return /gpt-oss|kimi|glm|qwq/.test(model);
+}
+
+function directives(text) {
+  const found = {};
+  for (const m of text.matchAll(/\[\[(\w+):([\w.-]+)\]\]/g)) found[m[1]] = m[2];
+  return found;
+}
+
+// The answer is a pure function of the conversation, so tests can predict every byte.
+export function answerTokens(messages, maxTokens) {
+  const lastUser = [...messages].reverse().find((m) => m.role === "user");
+  const said = lastUser ? contentText(lastUser.content) : "";
+  const opts = directives(said);
+  let tokens;
+  if (opts.tokens !== undefined) {
+    const n = Number(opts.tokens);
+    tokens = Array.from({ length: n }, (_, i) => (i === 0 ? "" : " ") + FILLER[i % FILLER.length]);
+  } else {
+    const clean = said.replace(/\[\[\w+:[\w.-]+\]\]/g, "").trim();
+    const text = `You said: ${clean}. This answer comes from the built-in offline model, ` +
+      `one token at a time, in turn ${messages.length}.`;
+    tokens = text.match(/\s*\S+/g) ?? [];
+  }
+  const thinking = Array.from({ length: Number(opts.think ?? 0) }, (_, i) => (i === 0 ? "" : " ") + THOUGHT[i % THOUGHT.length]);
+  // Reasoning spends the same max_tokens budget as the answer, first.
+  const budget = maxTokens ?? Infinity;
+  const thought = thinking.slice(0, budget);
+  const said2 = tokens.slice(0, Math.max(0, budget - thought.length));
+  const truncated = thought.length + said2.length < thinking.length + tokens.length;
+  return { tokens: said2, thinking: thought, truncated, opts };
+}
+
+function contentText(content) {
+  if (typeof content === "string") return content;
+  if (Array.isArray(content)) return content.map((p) => (p && typeof p.text === "string" ? p.text : "")).join("");
+  return content == null ? "" : String(content);
+}
+
+function promptTokens(messages) {
+  return messages.reduce((n, m) => n + (contentText(m.content).match(/\S+/g) ?? []).length + 3, 0);
+}
+
+function mulberry32(seed) {
+  return () => {
+    seed |= 0; seed = (seed + 0x6d2b79f5) | 0;
+    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const PAD = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+
+// Frames for one answer: {raw, token} where token marks a frame that carries model output
+// (paced). `rand` makes the padding lengths, as random as the service's, but repeatable.
+export function frames(model, answer, usage, rand) {
+  const { tokens, thinking, truncated, opts } = answer;
+  const out = [];
+  const pad = () => PAD.slice(0, 1 + Math.floor(rand() * PAD.length));
+  const data = (value) => `data: ${JSON.stringify(value)}\n\n`;
+  if (opts.fault === "malformed") out.push({ raw: 'data: {"response": "bro\n\n', token: false });
+  if (isReasoningModel(model)) {
+    const id = "chatcmpl-local";
+    const created = 1767225600;
+    const field = opts.reasoning ?? "reasoning_content";
+    const chunk = (delta, finish = null, usageValue = undefined) => {
+      const value = { id, object: "chat.completion.chunk", created, model,
+        choices: [{ index: 0, delta, logprobs: null, finish_reason: finish, stop_reason: null }] };
+      if (usageValue !== undefined) value.usage = usageValue;
+      value.p = pad();
+      return data(value);
+    };
+    const zero = { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 };
+    let sent = 0;
+    const running = () => ({ prompt_tokens: usage.prompt_tokens, completion_tokens: sent,
+      total_tokens: usage.prompt_tokens + sent });
+    const cumulative = opts.usage === "cumulative";
+    out.push({ raw: chunk({ role: "assistant", content: "" }, null, cumulative ? running() : undefined), token: false });
+    thinking.forEach((t, i) => {
+      sent += 1;
+      const delta = field === "both" ? { reasoning_content: t, reasoning: t, content: null } : { [field]: t, content: null };
+      out.push({ raw: chunk(delta, null, cumulative ? running() : undefined), token: true });
+      if (opts.fault === "malformed" && i % 2 === 1) out.push({ raw: "data: {not json}\n\n", token: false });
+    });
+    tokens.forEach((t, i) => {
+      sent += 1;
+      out.push({ raw: chunk({ content: t }, null, cumulative ? running() : undefined), token: true });
+      if (opts.fault === "malformed" && i % 2 === 1) out.push({ raw: "data: {not json}\n\n", token: false });
+    });
+    const finish = truncated ? "length" : "stop";
+    if (opts.usage === "first") {
+      out.push({ raw: chunk({}, finish, usage) });
+      out.push({ raw: data({ response: "", usage: zero }) });
+    } else if (cumulative) {
+      out.push({ raw: chunk({}, finish, usage) });
+    } else {
+      out.push({ raw: chunk({}, finish, zero) });
+      out.push({ raw: data({ response: "", usage }) });
+    }
+  } else {
+    const native = (response) => data(response === undefined ? { tool_calls: [], p: pad() } : { response, tool_calls: [], p: pad() });
+    out.push({ raw: native(""), token: false });
+    const texts = [];
+    if (thinking.length) {
+      if (opts.thinktag !== "open") texts.push("<think>");
+      texts.push(...thinking, "</think>");
+    }
+    texts.push(...tokens);
+    texts.forEach((t, i) => {
+      out.push({ raw: native(t), token: true });
+      if (opts.fault === "malformed" && i % 2 === 1) out.push({ raw: 'data: {"response": "bro\n\n', token: false });
+    });
+    out.push({ raw: native(""), token: false });
+    out.push({ raw: native(undefined), token: false });
+    out.push({ raw: data({ response: "", usage }) });
+  }
+  if (opts.fault !== "nodone") out.push({ raw: "data: [DONE]\n\n" });
+  if (opts.fault === "bom") out[0] = { ...out[0], raw: "\uFEFF" + out[0].raw };
+  return out;
+}
+
+// Chunks for the wire: one frame per write, or (fault:split) the same bytes re-cut.
+function chunksOf(list, opts) {
+  if (opts.fault !== "split") return list.map((f) => ({ bytes: encoder.encode(f.raw), token: f.token }));
+  const all = encoder.encode(list.map((f) => f.raw).join(""));
+  const rand = mulberry32(1234);
+  const chunks = [];
+  for (let at = 0; at < all.length;) {
+    const size = 1 + Math.floor(rand() * 24);
+    chunks.push({ bytes: all.subarray(at, at + size), token: true });
+    at += size;
+  }
+  return chunks;
+}
+
+// The whole answer as the non-streamed result object, in the model's shape.
+function oneShot(model, answer, usage) {
+  const text = answer.tokens.join("");
+  const reasoning = answer.thinking.join("");
+  if (isReasoningModel(model)) {
+    return { id: "chatcmpl-local", object: "chat.completion", created: 1767225600, model,
+      choices: [{ index: 0, message: { role: "assistant", content: text, reasoning_content: reasoning || null },
+        finish_reason: answer.truncated ? "length" : "stop" }], usage };
+  }
+  return { response: reasoning ? `<think>${reasoning}</think>${text}` : text, tool_calls: [], usage };
+}
+
+function sendJson(res, status, value, headers = {}) {
+  const body = JSON.stringify(value);
+  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(body), ...headers });
+  res.end(body);
+}
+
+async function readBody(req) {
+  const parts = [];
+  for await (const part of req) parts.push(part);
+  return Buffer.concat(parts).toString("utf8");
+}
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+export function startModel({ port = 0, paceMs = 40 } = {}) {
+  const calls = [];
+  let seq = 0;
+
+  function header(req, name) {
+    return req.headers[`mf-header-${name}`] ?? req.headers[name];
+  }
+
+  async function run(req, res) {
+    const model = header(req, "cf-consn-model-id") ?? "";
+    let body;
+    try { body = JSON.parse(await readBody(req)); } catch { body = null; }
+    const inputs = body?.inputs ?? {};
+    const call = {
+      id: ++seq, model, inputs, options: body?.options ?? null, startedAt: now(),
+      chunksSent: 0, chunksTotal: 0, closedAt: null, finishedAt: null, clientClosedAt: null,
+      chunksAtClose: null, erroredAt: null, status: 200,
+    };
+    calls.push(call);
+    if (calls.length > MAX_CALLS) calls.splice(0, calls.length - MAX_CALLS);
+    const reqId = `local-${call.id}`;
+    if (!body || typeof inputs !== "object") {
+      call.status = 400;
+      return sendJson(res, 400, { internalCode: 5006, description: "Error: request body is not a JSON object", name: "InferenceUpstreamError" });
+    }
+    const messages = Array.isArray(inputs.messages) ? inputs.messages : [];
+    const answer = answerTokens(messages, inputs.max_tokens);
+    const { opts } = answer;
+    const code = opts.fault === "throw" ? 5000 : opts.error !== undefined ? Number(opts.error) : null;
+    if (code !== null) {
+      const [status, name, description] = ERRORS[code] ?? [500, "InferenceUpstreamError", `error ${code}`];
+      call.status = status;
+      call.erroredAt = now();
+      return sendJson(res, status, { internalCode: code, description, name }, { "cf-ai-req-id": reqId });
+    }
+    const pt = promptTokens(messages);
+    const completion = answer.tokens.length + answer.thinking.length;
+    const usage = { prompt_tokens: pt, completion_tokens: completion, total_tokens: pt + completion };
+    if (!inputs.stream || opts.fault === "nostream") {
+      // A whole answer takes as long as its tokens would have: a caller can leave meanwhile.
+      const pace = opts.pace !== undefined ? Number(opts.pace) : paceMs;
+      res.on("close", () => { if (call.finishedAt === null) { call.clientClosedAt = call.closedAt = now(); call.chunksAtClose = 0; } });
+      if (pace > 0) await sleep(pace * (answer.tokens.length + answer.thinking.length));
+      if (res.destroyed) return;
+      call.finishedAt = now();
+      return sendJson(res, 200, oneShot(model, answer, usage), { "cf-ai-req-id": reqId });
+    }
+    const seed = [...JSON.stringify(messages)].reduce((h, c) => (Math.imul(h, 31) + c.charCodeAt(0)) | 0, 7);
+    const chunks = chunksOf(frames(model, answer, usage, mulberry32(seed)), opts);
+    call.chunksTotal = chunks.length;
+    const pace = opts.pace !== undefined ? Number(opts.pace) : paceMs;
+    res.writeHead(200, { "content-type": "text/event-stream", "cf-ai-req-id": reqId });
+    res.flushHeaders();
+    // The Worker leaving before the last byte is what the disconnect tests look for.
+    res.on("close", () => {
+      call.closedAt = now();
+      if (call.finishedAt === null) { call.clientClosedAt = call.closedAt; call.chunksAtClose = call.chunksSent; }
+    });
+    let tokens = 0;
+    for (const chunk of chunks) {
+      if (chunk.token && pace > 0) await sleep(pace);
+      if (res.destroyed || res.writableEnded) return;
+      if (opts.fault === "stall" && tokens >= 2) return;  // silent forever; the socket stays open
+      if (opts.fault === "midstream" && tokens >= 3) {
+        call.erroredAt = now();
+        res.destroy(new Error("fault:midstream"));
+        return;
+      }
+      if (chunk.token) tokens += 1;
+      call.chunksSent += 1;
+      if (!res.write(chunk.bytes)) await new Promise((resolve) => { res.once("drain", resolve); res.once("close", resolve); });
+    }
+    call.finishedAt = now();
+    res.end();
+  }
+
+  const server = http.createServer((req, res) => {
+    const url = new URL(req.headers["mf-url"] ?? req.url, "http://model.local");
+    if (req.method === "GET" && url.pathname === "/__local/calls") return sendJson(res, 200, calls);
+    if (req.method === "DELETE" && url.pathname === "/__local/calls") { calls.length = 0; return sendJson(res, 200, {}); }
+    if (req.method === "POST" && url.pathname === "/run") {
+      return run(req, res).catch((err) => { console.error(err); if (!res.headersSent) sendJson(res, 500, { internalCode: 5000, description: "built-in model crashed", name: "InferenceUpstreamError" }); else res.destroy(); });
+    }
+    // Anything else (miniflare's RPC websocket for non-fetch calls included) is not served.
+    sendJson(res, 404, { internalCode: 5007, description: `no route ${req.method} ${url.pathname}`, name: "InferenceUpstreamError" });
+  });
+  server.keepAliveTimeout = 5000;
+  return new Promise((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(port, "127.0.0.1", () => resolve({ server, calls, url: `http://127.0.0.1:${server.address().port}/` }));
+  });
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  const { values } = parseArgs({ options: { port: { type: "string" }, pace: { type: "string" } } });
+  const { url } = await startModel({ port: Number(values.port ?? 0), paceMs: Number(values.pace ?? 40) });
+  console.log(`built-in model on ${url}`);
+  // Started by the launcher with a pipe on stdin: when the launcher dies, so does the model.
+  process.stdin.on("end", () => process.exit(0));
+  process.stdin.on("error", () => process.exit(0));
+  process.stdin.resume();
+}
