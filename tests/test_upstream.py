@@ -2,20 +2,20 @@ import json
 
 import pytest
 
-from upstream import UpstreamDecoder
+from upstream import TEXT, UpstreamDecoder
 
 
 def run(chunks: list[bytes]) -> tuple[list[str], UpstreamDecoder, bool]:
+    """The text parts only: these streams carry no reasoning, which is checked too."""
     decoder = UpstreamDecoder()
     texts: list[str] = []
     done = False
-    for chunk in chunks:
-        out = decoder.feed(chunk)
-        texts += out.texts
+    for chunk in [*chunks, None]:
+        out = decoder.flush() if chunk is None else decoder.feed(chunk)
+        assert all(kind == TEXT for kind, _ in out.parts), out.parts
+        texts += [text for _, text in out.parts]
         done = done or out.done
-    out = decoder.flush()
-    texts += out.texts
-    return texts, decoder, done or out.done
+    return texts, decoder, done
 
 
 def native(text: object, **extra: object) -> bytes:
