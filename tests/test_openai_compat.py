@@ -70,6 +70,7 @@ def test_parse_supported_fields() -> None:
             "stream_options": {"include_usage": True},
             "max_completion_tokens": 9,
             "temperature": 1,
+            "reasoning_effort": "high",
             "n": 1,
             "user": "u-1",
         },
@@ -81,6 +82,7 @@ def test_parse_supported_fields() -> None:
         "stream": True,
         "max_tokens": 9,
         "temperature": 1.0,
+        "reasoning_effort": "high",
     }
 
 
@@ -93,6 +95,7 @@ def test_parse_supported_fields() -> None:
         ({"messages": USER, "stream_options": {"include_usage": True}}, "invalid_field", "stream_options"),
         ({"messages": USER, "stream": True, "stream_options": {"other": 1}}, "invalid_field", "stream_options"),
         ({"messages": USER, "n": 2}, "invalid_field", "n"),
+        ({"messages": USER, "reasoning_effort": "minimal"}, "invalid_field", "reasoning_effort"),
         ({"messages": USER, "max_completion_tokens": 0}, "invalid_field", "max_completion_tokens"),
         ({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {}}]}]}, "invalid_field", "messages[0].content[0]"),
         ({"messages": [{"role": "tool", "content": "x"}]}, "invalid_field", "messages[0].role"),
