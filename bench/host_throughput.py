@@ -23,6 +23,11 @@ def frames(n: int, shape: str) -> list[bytes]:
         frame: dict[str, object]
         if shape == "native":
             frame = {"response": text, "p": "abcdefgh"}
+        elif shape == "native_real":  # what Workers AI sends today (issue 10)
+            frame = {"response": text, "tool_calls": [], "p": "abcdefghijklmnopqrstuvwxyz"[: 3 + i % 20]}
+        elif shape == "openai_reasoning":  # gpt-oss / kimi: reasoning first, p on every chunk
+            delta = {"content": None, "reasoning_content": text} if i < n // 2 else {"content": text}
+            frame = {"id": "x", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta, "finish_reason": None}], "p": "abcdefgh"}
         else:
             frame = {"id": "x", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"content": text}, "finish_reason": None}]}
         out.append(b"data: " + json.dumps(frame, separators=(",", ":")).encode() + b"\n\n")
@@ -42,4 +47,5 @@ def run(shape: str, n: int = 100_000) -> float:
 
 
 if __name__ == "__main__":
-    print(json.dumps({"native_tokens_per_s": run("native"), "openai_tokens_per_s": run("openai"), "python": sys.version.split()[0]}))
+    shapes = ["native", "native_real", "openai", "openai_reasoning"]
+    print(json.dumps({**{f"{s}_tokens_per_s": round(run(s)) for s in shapes}, "python": sys.version.split()[0]}))

@@ -11,6 +11,7 @@ from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 import settings as config
+import upstream_errors
 from chat_events import ChatEncoder
 from chat_request import check_content_type, parse_chat, parse_json, read_body
 from errors import ApiError
@@ -64,8 +65,9 @@ async def open_upstream(ctx: Context, model: str, inputs: dict[str, Any]) -> Ups
         log.error("env.AI.run(%r) sent nothing for %gs", model, limit)
         raise ApiError(504, "upstream_timeout", f"The model sent nothing for {limit:g} seconds.") from None
     except UpstreamFailure as exc:
-        log.error("env.AI.run(%r) failed: %s", model, exc)
-        raise ApiError(502, "upstream_error", "The model could not be reached.") from exc
+        error, detail = upstream_errors.classify(str(exc), model=model, now=time.time())
+        log.error("%s", detail)
+        raise error from exc
 
 
 def new_relay(ctx: Context, encoder: Encoder, max_tokens: int) -> Relay:

@@ -1,4 +1,11 @@
-"""Our SSE protocol as a relay Encoder: content_block_delta, message_stop, error, done."""
+"""Our SSE protocol as a relay Encoder.
+
+Events: content_block_delta {"index", "text"} for answer text; thinking_delta {"index",
+"text"} for the model's reasoning, with its own index from 0, in stream order with the
+answer; message_stop {"stop_reason", "while_thinking"?, "usage"?}; error {"error",
+"message"}; done {}. "while_thinking": true appears only when the token budget ran out
+(stop_reason "length") while the model was still reasoning, before any answer text.
+"""
 
 from __future__ import annotations
 
@@ -6,10 +13,14 @@ import json
 
 from relay import Failed, Finished
 from sse import PING, event
+from upstream import TEXT, Part
 
 DONE = event("done", "{}")
 _dumps = json.JSONEncoder(separators=(",", ":")).encode
 _string = json.encoder.encode_basestring_ascii
+
+_TEXT = 'event: content_block_delta\ndata: {"index":%d,"text":%s}\n\n'
+_THINKING = 'event: thinking_delta\ndata: {"index":%d,"text":%s}\n\n'
 
 
 def error_event(code: str, message: str) -> bytes:
@@ -17,28 +28,39 @@ def error_event(code: str, message: str) -> bytes:
 
 
 class ChatEncoder:
-    __slots__ = ("_index",)
+    __slots__ = ("_index", "_thinking")
 
     def __init__(self) -> None:
         self._index = 0
+        self._thinking = 0
 
     def start(self) -> bytes:
         return b""
 
-    def texts(self, texts: list[str]) -> bytes:
-        i = self._index
-        self._index = i + len(texts)
-        if len(texts) == 1:
-            return ('event: content_block_delta\ndata: {"index":%d,"text":%s}\n\n' % (i, _string(texts[0]))).encode()
-        return "".join(
-            ['event: content_block_delta\ndata: {"index":%d,"text":%s}\n\n' % (i + n, _string(t)) for n, t in enumerate(texts)]
-        ).encode()
+    def parts(self, parts: list[Part]) -> bytes:
+        if len(parts) == 1:
+            kind, text = parts[0]
+            if kind == TEXT:
+                i = self._index
+                self._index = i + 1
+                return (_TEXT % (i, _string(text))).encode()
+        out = []
+        for kind, text in parts:
+            if kind == TEXT:
+                out.append(_TEXT % (self._index, _string(text)))
+                self._index += 1
+            else:
+                out.append(_THINKING % (self._thinking, _string(text)))
+                self._thinking += 1
+        return "".join(out).encode()
 
     def ping(self) -> bytes:
         return PING
 
     def finished(self, stop: Finished) -> bytes:
         data: dict[str, object] = {"stop_reason": stop.stop_reason}
+        if stop.while_thinking:
+            data["while_thinking"] = True
         if stop.usage is not None:
             data["usage"] = stop.usage
         return event("message_stop", _dumps(data)) + DONE

@@ -12,8 +12,9 @@ from errors import ApiError, invalid
 from settings import Settings
 
 ROLES = ("system", "user", "assistant")
-CHAT_FIELDS = ("messages", "model", "max_tokens", "temperature")
+CHAT_FIELDS = ("messages", "model", "max_tokens", "temperature", "reasoning_effort")
 TEMPERATURE_RANGE = (0.0, 5.0)  # what Workers AI text models accept
+REASONING_EFFORTS = ("low", "medium", "high")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -28,9 +29,14 @@ class ChatRequest:
     messages: tuple[Message, ...]
     max_tokens: int
     temperature: float | None = None
+    reasoning_effort: str | None = None
 
     def ai_inputs(self) -> dict[str, Any]:
-        """What env.AI.run receives: only known fields, always streaming, always max_tokens."""
+        """What env.AI.run receives: only known fields, always streaming, always max_tokens.
+
+        reasoning_effort goes inside the inputs object, where Workers AI reasoning models
+        (gpt-oss, ...) read it; it is left out when not asked for.
+        """
         inputs: dict[str, Any] = {
             "messages": [{"role": m.role, "content": m.content} for m in self.messages],
             "stream": True,
@@ -38,6 +44,8 @@ class ChatRequest:
         }
         if self.temperature is not None:
             inputs["temperature"] = self.temperature
+        if self.reasoning_effort is not None:
+            inputs["reasoning_effort"] = self.reasoning_effort
         return inputs
 
 
@@ -211,6 +219,15 @@ def parse_temperature(value: object) -> float | None:
     return float(value)
 
 
+def parse_reasoning_effort(value: object) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, str) and value in REASONING_EFFORTS:
+        return value
+    allowed = ", ".join(repr(e) for e in REASONING_EFFORTS)
+    raise invalid("reasoning_effort", f"must be one of {allowed} or null, got {value!r}")
+
+
 def parse_chat(body: dict[str, Any], settings: Settings) -> ChatRequest:
     reject_unknown(body, CHAT_FIELDS)
     return ChatRequest(
@@ -220,4 +237,5 @@ def parse_chat(body: dict[str, Any], settings: Settings) -> ChatRequest:
         model=parse_model(body.get("model"), settings),
         max_tokens=parse_max_tokens("max_tokens", body.get("max_tokens"), settings),
         temperature=parse_temperature(body.get("temperature")),
+        reasoning_effort=parse_reasoning_effort(body.get("reasoning_effort")),
     )

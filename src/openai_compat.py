@@ -2,7 +2,7 @@
 
 Supported: model, messages (system/developer/user/assistant; string or text-part content),
 stream, stream_options.include_usage, max_tokens / max_completion_tokens, temperature,
-n (only 1). Ignored: user. Anything else is refused with 400 unsupported_parameter, so
+reasoning_effort, n (only 1). Ignored: user. Anything else is refused with 400 unsupported_parameter, so
 nothing reaches env.AI.run unchecked.
 """
 
@@ -15,12 +15,23 @@ from dataclasses import dataclass
 from typing import Any
 
 from app import Api, Context, Route, new_relay, open_upstream, parse_body
-from chat_request import ChatRequest, parse_max_tokens, parse_messages, parse_model, parse_temperature
+from chat_request import (
+    ChatRequest,
+    parse_max_tokens,
+    parse_messages,
+    parse_model,
+    parse_reasoning_effort,
+    parse_temperature,
+)
 from errors import ApiError, invalid
 from relay import Failed, Finished, OneShot, drive, relay_whole
+from upstream import TEXT, Part
 from web import SSE_HEADERS, Relayed, WebResponse, json_response
 
-SUPPORTED = ("model", "messages", "stream", "stream_options", "max_tokens", "max_completion_tokens", "temperature", "n")
+SUPPORTED = (
+    "model", "messages", "stream", "stream_options", "max_tokens", "max_completion_tokens",
+    "temperature", "reasoning_effort", "n",
+)
 IGNORED = ("user",)
 ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant"}
 
@@ -95,6 +106,7 @@ def parse_completion(body: dict[str, Any], ctx: Context) -> CompletionRequest:
         model=parse_model(body.get("model"), ctx.settings),
         max_tokens=max_tokens,
         temperature=parse_temperature(body.get("temperature")),
+        reasoning_effort=parse_reasoning_effort(body.get("reasoning_effort")),
     )
     return CompletionRequest(chat=chat, stream=stream, include_usage=include_usage)
 
@@ -104,7 +116,11 @@ _string = json.encoder.encode_basestring_ascii
 
 
 class CompletionEncoder:
-    """chat.completion.chunk frames; official clients raise on the error frame."""
+    """chat.completion.chunk frames; official clients raise on the error frame.
+
+    Reasoning goes out as delta.reasoning_content, the field DeepSeek, vLLM and Workers AI
+    use, in stream order with delta.content.
+    """
 
     __slots__ = ("_head", "_tail", "_include_usage")
 
@@ -119,8 +135,13 @@ class CompletionEncoder:
     def start(self) -> bytes:
         return self._choice('{"role":"assistant","content":""}').encode()
 
-    def texts(self, texts: list[str]) -> bytes:
-        return "".join([self._choice('{"content":%s}' % _string(t)) for t in texts]).encode()
+    def parts(self, parts: list[Part]) -> bytes:
+        return "".join(
+            [
+                self._choice(('{"content":%s}' if kind == TEXT else '{"reasoning_content":%s}') % _string(t))
+                for kind, t in parts
+            ]
+        ).encode()
 
     def ping(self) -> bytes:
         return b": ping\n\n"
@@ -138,19 +159,28 @@ class CompletionEncoder:
 
 
 class Collector:
-    """An encoder for the non-streamed answer: keeps the text and how it ended."""
+    """An encoder for the non-streamed answer: keeps the text, the reasoning and the ending."""
 
     def __init__(self) -> None:
         self.text: list[str] = []
+        self.reasoning: list[str] = []
         self.finish: Finished | None = None
         self.failure: Failed | None = None
 
     def start(self) -> bytes:
         return b""
 
-    def texts(self, texts: list[str]) -> bytes:
-        self.text.extend(texts)
+    def parts(self, parts: list[Part]) -> bytes:
+        for kind, t in parts:
+            (self.text if kind == TEXT else self.reasoning).append(t)
         return b""
+
+    def message(self) -> dict[str, str]:
+        """The assistant message; reasoning_content only when the model reasoned."""
+        message = {"role": "assistant", "content": "".join(self.text)}
+        if self.reasoning:
+            message["reasoning_content"] = "".join(self.reasoning)
+        return message
 
     def ping(self) -> bytes:
         return b""
@@ -196,7 +226,7 @@ async def completions(ctx: Context) -> WebResponse:
         "choices": [
             {
                 "index": 0,
-                "message": {"role": "assistant", "content": "".join(collector.text)},
+                "message": collector.message(),
                 "finish_reason": finished.stop_reason,
             }
         ],

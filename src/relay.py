@@ -5,7 +5,7 @@ it what the upstream sent and the time, and sends on what it returns. In the Wor
 pipe drives it, one call per upstream chunk, so no asyncio task or promise is made per
 token; drive() is the same driver in asyncio, for hosts without JS streams (the host tests
 pin the relay's timing semantics with it), and relay_whole() runs a one-shot result. What the relay decodes reaches
-an Encoder as neutral calls (text, ping, finished, failed): the app's SSE protocol and the
+an Encoder as neutral calls (parts, ping, finished, failed): the app's SSE protocol and the
 OpenAI chunk format are two encoders over the same relay.
 """
 
@@ -18,7 +18,7 @@ from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from typing import Protocol
 
-from upstream import UpstreamDecoder
+from upstream import Part, UpstreamDecoder
 
 log = logging.getLogger("relay")
 
@@ -47,8 +47,15 @@ Upstream = ByteSource | OneShot
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Finished:
+    """stop_reason is one of stop, length, tool_calls, content_filter (see upstream).
+
+    while_thinking: the budget ran out (length) before any answer text, while the model was
+    still reasoning; the page says so instead of showing an empty answer.
+    """
+
     stop_reason: str
     usage: dict[str, int] | None
+    while_thinking: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -60,7 +67,9 @@ class Failed:
 class Encoder(Protocol):
     def start(self) -> bytes: ...
 
-    def texts(self, texts: list[str]) -> bytes: ...
+    def parts(self, parts: list[Part]) -> bytes:
+        """Text and reasoning parts, (TEXT | THINKING, str), in stream order."""
+        ...
 
     def ping(self) -> bytes: ...
 
@@ -92,8 +101,16 @@ class Relay:
         "_last_data", "_last_sent", "_last_tick", "_got_data", "_sent", "closed",
     )
 
-    def __init__(self, encoder: Encoder, timing: Timing, *, now: float, max_tokens: int | None = None) -> None:
-        self._decoder = UpstreamDecoder()
+    def __init__(
+        self,
+        encoder: Encoder,
+        timing: Timing,
+        *,
+        now: float,
+        max_tokens: int | None = None,
+        opens_thinking: bool = False,
+    ) -> None:
+        self._decoder = UpstreamDecoder(opens_thinking=opens_thinking)
         self._encoder = encoder
         self._timing = timing
         self._max_tokens = max_tokens
@@ -110,7 +127,7 @@ class Relay:
             return b""
         self._got_data = True
         decoded = self._decoder.feed(chunk)
-        out = self._encoder.texts(decoded.texts) if decoded.texts else b""
+        out = self._encoder.parts(decoded.parts) if decoded.parts else b""
         if decoded.done:
             out += self._finish()
         if out:
@@ -122,7 +139,7 @@ class Relay:
         if self.closed:
             return b""
         decoded = self._decoder.flush()
-        out = self._encoder.texts(decoded.texts) if decoded.texts else b""
+        out = self._encoder.parts(decoded.parts) if decoded.parts else b""
         if self._decoder.done:
             return out + self._finish()
         log.warning("upstream ended without [DONE]")
@@ -182,7 +199,10 @@ class Relay:
             completion = (decoder.usage or {}).get("completion_tokens")
             limit = self._max_tokens
             reason = "length" if limit and completion and completion >= limit else "stop"
-        return self._encoder.finished(Finished(stop_reason=reason, usage=decoder.usage))
+        if decoder.unknown_finish_reason is not None:
+            log.warning("unknown finish_reason %r reported as %r", decoder.unknown_finish_reason, reason)
+        while_thinking = reason == "length" and decoder.thinking_seen and not decoder.text_seen
+        return self._encoder.finished(Finished(stop_reason=reason, usage=decoder.usage, while_thinking=while_thinking))
 
     def _fail(self, failure: Failed) -> bytes:
         self.closed = True

@@ -1,10 +1,19 @@
 """Incremental decoder for the Workers AI text-generation stream.
 
 Workers AI streams Server-Sent Events whose data is either the native shape
-``{"response": "...", "p": "<padding>", "usage": {...}}`` or the OpenAI shape
-``{"choices": [{"delta": {"content": "..."}, "finish_reason": ...}], "usage": {...}}``,
-ended by ``data: [DONE]``. Network reads split frames, lines and UTF-8 characters
-anywhere, so nothing here assumes a read is a line or a frame.
+``{"response": "...", "tool_calls": [], "p": "<padding>"}`` (empty first and last frames,
+one frame with no ``response``, then ``{"response": "", "usage": {...}}``) or the OpenAI
+shape ``{"choices": [{"delta": {"content": ..., "reasoning_content": ...}, "finish_reason":
+...}], "usage": {...}, "p": ...}``, ended by ``data: [DONE]``. Network reads split frames,
+lines and UTF-8 characters anywhere, so nothing here assumes a read is a line or a frame.
+
+What comes out is an ordered list of parts, ``(TEXT, s)`` or ``(THINKING, s)``: reasoning
+arrives in ``delta.reasoning_content`` and/or ``delta.reasoning`` (Kimi sends both with the
+same text: it is relayed once), or inline as <think>...</think> (see think_tags).
+
+Usage: the latest non-zero counts win. Counts are cumulative (qwen over REST repeats them
+on every chunk), so they are never summed, and the all-zero usage some paths send before or
+after the real one never overwrites it.
 """
 
 from __future__ import annotations
@@ -14,38 +23,73 @@ import json
 import re
 from dataclasses import dataclass, field
 
+from think_tags import TEXT, THINKING, Part, ThinkTags
+
+__all__ = ["TEXT", "THINKING", "Part", "Decoded", "UpstreamDecoder", "finish_reason"]
+
 USAGE_KEYS = ("prompt_tokens", "completion_tokens", "total_tokens")
 
 # The native frame as Workers AI sends it, when its text needs no JSON unescaping:
 # the text is then the match itself, and json.loads (the slow part) is skipped.
-_PLAIN_NATIVE = re.compile(r'\{"response":"([^"\\\x00-\x1f]*)"(?:,"p":"[^"\\\x00-\x1f]*")?\}')
+_NATIVE = r'\{"response":"([^"\\\x00-\x1f]*)"(?:,"tool_calls":\[\])?(?:,"p":"[^"\\\x00-\x1f]*")?\}'
+_PLAIN_NATIVE = re.compile(_NATIVE)
 # The commonest read of all: exactly one such frame.
-_ONE_PLAIN_FRAME = re.compile(r'data: \{"response":"([^"\\\x00-\x1f]*)"(?:,"p":"[^"\\\x00-\x1f]*")?\}\n\n')
+_ONE_PLAIN_FRAME = re.compile("data: " + _NATIVE + "\n\n")
+
+# The finish reasons we report, from what models send. Anything else is "stop" (the
+# answer did end) and the raw value is kept for the log.
+FINISH_REASONS = {
+    "stop": "stop",
+    "eos": "stop",
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "length": "length",
+    "max_tokens": "length",
+    "model_length": "length",
+    "tool_calls": "tool_calls",
+    "function_call": "tool_calls",
+    "tool_use": "tool_calls",
+    "content_filter": "content_filter",
+}
+
+
+def finish_reason(raw: str) -> str:
+    """One of stop, length, tool_calls, content_filter; an unknown reason is "stop"."""
+    return FINISH_REASONS.get(raw, "stop")
 
 
 @dataclass(slots=True)
 class Decoded:
-    """What one feed() produced: text deltas in order, plus end-of-answer facts."""
+    """What one feed() produced: text and reasoning parts in stream order, and [DONE]."""
 
-    texts: list[str] = field(default_factory=list)
-    usage: dict[str, int] | None = None
-    finish_reason: str | None = None
+    parts: list[Part] = field(default_factory=list)
     done: bool = False
 
 
 class UpstreamDecoder:
-    def __init__(self) -> None:
+    """``opens_thinking``: the model starts inside <think> without writing the tag."""
+
+    def __init__(self, *, opens_thinking: bool = False) -> None:
         self._utf8 = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._bom = True  # a leading U+FEFF may still come (SSE strips it)
         self._buffer = ""
         self._skip_lf = False
         self._data: list[str] = []
+        self._tags: ThinkTags | None = ThinkTags(thinking=opens_thinking)
         self.done = False
         self.malformed = 0
         self.usage: dict[str, int] | None = None
         self.finish_reason: str | None = None
+        self.unknown_finish_reason: str | None = None
+        self.text_seen = False
+        self.thinking_seen = False
 
     def feed(self, chunk: bytes) -> Decoded:
         text = self._utf8.decode(chunk)
+        if self._bom and text:
+            self._bom = False
+            if text[0] == "\ufeff":
+                text = text[1:]
         # Fast path: nothing pending and whole LF-framed frames, as Workers AI sends them.
         if (
             not self._buffer
@@ -57,7 +101,14 @@ class UpstreamDecoder:
         ):
             one = _ONE_PLAIN_FRAME.fullmatch(text)
             if one is not None:
-                return Decoded(texts=[one.group(1)]) if one.group(1) else Decoded()
+                if not (piece := one.group(1)):
+                    return Decoded()
+                if self._tags is None:
+                    self.text_seen = True
+                    return Decoded([(TEXT, piece)])
+                out = Decoded()
+                self._content(piece, out)
+                return out
             out = Decoded()
             for block in text[:-2].split("\n\n"):
                 if block.startswith("data: ") and "\n" not in block:
@@ -74,9 +125,14 @@ class UpstreamDecoder:
 
     def flush(self) -> Decoded:
         """End of input: a frame cut off by the end (no blank line after it) still counts."""
-        out = self._decode(self._utf8.decode(b"", final=True), final=True)
+        text = self._utf8.decode(b"", final=True)
+        if self._bom and text[:1] == "\ufeff":
+            text = text[1:]
+        out = self._decode(text, final=True)
         if self._data and not self.done:
             self._dispatch(out)
+        if not self.done:
+            self._release(out)
         return out
 
     def _decode(self, text: str, *, final: bool) -> Decoded:
@@ -130,15 +186,39 @@ class UpstreamDecoder:
             self._data.append("")
         # Comments (":...") and other fields (event, id, retry) carry nothing we relay.
 
+    def _emit(self, kind: str, text: str, out: Decoded) -> None:
+        if kind == TEXT:
+            self.text_seen = True
+        else:
+            self.thinking_seen = True
+        out.parts.append((kind, text))
+
+    def _content(self, text: str, out: Decoded) -> None:
+        tags = self._tags
+        if tags is None:
+            self.text_seen = True
+            out.parts.append((TEXT, text))
+            return
+        for kind, piece in tags.feed(text):
+            self._emit(kind, piece, out)
+        if tags.idle:
+            self._tags = None  # plain answer text from here on: back to the fast path
+
+    def _release(self, out: Decoded) -> None:
+        if self._tags is not None:
+            for kind, piece in self._tags.flush():
+                self._emit(kind, piece, out)
+
     def _dispatch(self, out: Decoded) -> None:
         payload = self._data[0] if len(self._data) == 1 else "\n".join(self._data)
         self._data = []
         plain = _PLAIN_NATIVE.fullmatch(payload)
         if plain is not None:
             if text := plain.group(1):
-                out.texts.append(text)
+                self._content(text, out)
             return
         if payload == "[DONE]":
+            self._release(out)
             self.done = out.done = True
             return
         try:
@@ -150,20 +230,33 @@ class UpstreamDecoder:
             self.malformed += 1
             return
         text = frame.get("response")
+        reason = frame.get("finish_reason")
         choices = frame.get("choices")
         if isinstance(choices, list) and choices and isinstance(choices[0], dict):
             choice = choices[0]
+            # A streamed chunk has a delta; a non-streamed result (replayed as one frame)
+            # has the whole message.
             delta = choice.get("delta")
+            if not isinstance(delta, dict):
+                delta = choice.get("message")
             if isinstance(delta, dict):
+                thought = delta.get("reasoning_content")
+                if isinstance(thought, str) and thought:
+                    self._emit(THINKING, thought, out)
+                other = delta.get("reasoning")
+                if isinstance(other, str) and other and other != thought:
+                    self._emit(THINKING, other, out)
                 text = delta.get("content")
             reason = choice.get("finish_reason")
-            if isinstance(reason, str) and reason:
-                self.finish_reason = out.finish_reason = reason
         if isinstance(text, str):
             if text:
-                out.texts.append(text)
+                self._content(text, out)
         elif isinstance(text, (int, float)) and not isinstance(text, bool):
-            out.texts.append(json.dumps(text))
+            self._content(json.dumps(text), out)
+        if isinstance(reason, str) and reason:
+            self.finish_reason = finish_reason(reason)
+            if reason not in FINISH_REASONS:
+                self.unknown_finish_reason = reason
         usage = frame.get("usage")
         if isinstance(usage, dict):
             clean = {
@@ -171,5 +264,5 @@ class UpstreamDecoder:
                 for key in USAGE_KEYS
                 if isinstance(value := usage.get(key), int) and not isinstance(value, bool)
             }
-            if clean:
-                self.usage = out.usage = clean
+            if clean and (self.usage is None or any(clean.values())):
+                self.usage = clean

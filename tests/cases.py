@@ -44,4 +44,6 @@ case("max_tokens float", {"messages": USER, "max_tokens": 1.5}, 400, "invalid_fi
 case("max_tokens bool", {"messages": USER, "max_tokens": True}, 400, "invalid_field", "max_tokens")
 case("temperature string", {"messages": USER, "temperature": "hot"}, 400, "invalid_field", "temperature")
 case("temperature too high", {"messages": USER, "temperature": 5.5}, 400, "invalid_field", "temperature")
+case("reasoning_effort unknown", {"messages": USER, "reasoning_effort": "max"}, 400, "invalid_field", "reasoning_effort")
+case("reasoning_effort not a string", {"messages": USER, "reasoning_effort": 1}, 400, "invalid_field", "reasoning_effort")
 case("body too large", {"messages": [{"role": "user", "content": "x" * 70000}]}, 413, "body_too_large", "65536")

@@ -5,6 +5,7 @@ from typing import Any
 
 import pytest
 
+import openai_compat  # noqa: F401  (adds the /v1 routes)
 from app import UpstreamFailure, handle
 from routes import TABLE
 from fakes import FakeModel, frames
@@ -130,3 +131,38 @@ def test_preflight() -> None:
     assert headers["access-control-allow-origin"] == "https://app.example"
     assert headers["access-control-allow-methods"] == "POST, OPTIONS"
     assert headers["access-control-allow-headers"] == "content-type"
+
+
+OPENAI_CHAT = json.dumps({"messages": [{"role": "user", "content": "hi"}], "model": "m1"}).encode()
+
+
+@pytest.mark.parametrize(
+    ("thrown", "status", "code", "openai_type", "retry"),
+    [
+        ("InferenceUpstreamError: 3040: Capacity temporarily exceeded, please try again.", 429, "upstream_busy", "rate_limit_error", True),
+        ("InferenceUpstreamError: 3036: daily free allocation used up", 429, "upstream_quota_exceeded", "rate_limit_error", True),
+        ("InferenceUpstreamError: 4006: daily free allocation used up", 429, "upstream_quota_exceeded", "rate_limit_error", True),
+        (
+            "InferenceUpstreamError: 5021: The estimated number of input and maximum output tokens (8810) exceeded this model context window limit (8192).",
+            400,
+            "context_length_exceeded",
+            "invalid_request_error",
+            False,
+        ),
+        ("InferenceUpstreamError: 5006: bad input", 400, "upstream_rejected_input", "invalid_request_error", False),
+        ("InferenceUpstreamError: 5007: No such model", 502, "model_unavailable", "server_error", False),
+        ("AiError: 5028: This model was deprecated on 2026-05-30. Please use an alternative model.", 502, "model_unavailable", "server_error", False),
+        ("InferenceUpstreamError: 1234: something else", 502, "upstream_error", "server_error", False),
+    ],
+)
+def test_upstream_failures_map_by_code_in_both_apis(thrown: str, status: int, code: str, openai_type: str, retry: bool) -> None:
+    env = {"AI_MODELS": "m1"}
+    app = call(request("POST", "/api/v1/chat", CHAT, content_type="application/json"), env, FakeModel(UpstreamFailure(thrown)))
+    assert error_of(app) == (status, code)
+    v1 = call(request("POST", "/v1/chat/completions", OPENAI_CHAT, content_type="application/json"), env, FakeModel(UpstreamFailure(thrown)))
+    assert isinstance(v1.body, bytes)
+    error = json.loads(v1.body)["error"]
+    assert (v1.status, error["code"], error["type"]) == (status, code, openai_type)
+    for response in (app, v1):
+        assert ("retry-after" in dict(response.headers)) is retry
+        assert isinstance(response.body, bytes) and thrown.encode() not in response.body

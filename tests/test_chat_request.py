@@ -1,4 +1,5 @@
 import asyncio
+import json
 from collections.abc import AsyncIterator
 
 import pytest
@@ -65,12 +66,16 @@ def test_valid_request_defaults_and_inputs() -> None:
 
 
 def test_valid_request_with_every_field() -> None:
-    request = parse("application/json", b'{"messages":[{"role":"user","content":"hi"}],"model":"@cf/b/two","max_tokens":4096,"temperature":0}')
+    request = parse(
+        "application/json",
+        b'{"messages":[{"role":"user","content":"hi"}],"model":"@cf/b/two","max_tokens":4096,"temperature":0,"reasoning_effort":"low"}',
+    )
     assert request.ai_inputs() == {
         "messages": [{"role": "user", "content": "hi"}],
         "stream": True,
         "max_tokens": 4096,
         "temperature": 0.0,
+        "reasoning_effort": "low",
     }
     assert request.model == "@cf/b/two"
 
@@ -78,3 +83,9 @@ def test_valid_request_with_every_field() -> None:
 def test_empty_assistant_turn_is_allowed() -> None:
     request = parse("application/json", b'{"messages":[{"role":"user","content":"a"},{"role":"assistant","content":""},{"role":"user","content":"b"}]}')
     assert len(request.messages) == 3
+
+
+@pytest.mark.parametrize(("value", "sent"), [("low", "low"), ("medium", "medium"), ("high", "high"), (None, None)])
+def test_reasoning_effort_goes_inside_the_inputs(value: str | None, sent: str | None) -> None:
+    raw = json.dumps({"messages": [{"role": "user", "content": "hi"}], "reasoning_effort": value}).encode()
+    assert parse("application/json", raw).ai_inputs().get("reasoning_effort") == sent

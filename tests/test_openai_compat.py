@@ -7,6 +7,7 @@ from app import Context
 from errors import ApiError
 from openai_compat import CompletionEncoder, Collector, openai_error, parse_completion
 from relay import Failed, Finished
+from upstream import TEXT, THINKING
 from settings import load
 from web import WebRequest
 
@@ -29,8 +30,9 @@ def test_encoder_exact_frames_with_usage() -> None:
     encoder = CompletionEncoder(id="chatcmpl-1", created=7, model="m1", include_usage=True)
     head = b'data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":7,"model":"m1","choices":'
     assert encoder.start() == head + b'[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}],"usage":null}\n\n'
-    assert encoder.texts(["a", "é"]) == (
-        head + b'[{"index":0,"delta":{"content":"a"},"finish_reason":null}],"usage":null}\n\n'
+    assert encoder.parts([(THINKING, "hm"), (TEXT, "a"), (TEXT, "é")]) == (
+        head + b'[{"index":0,"delta":{"reasoning_content":"hm"},"finish_reason":null}],"usage":null}\n\n'
+        + head + b'[{"index":0,"delta":{"content":"a"},"finish_reason":null}],"usage":null}\n\n'
         + head + b'[{"index":0,"delta":{"content":"\\u00e9"},"finish_reason":null}],"usage":null}\n\n'
     )
     assert encoder.finished(Finished(stop_reason="stop", usage={"total_tokens": 3})) == (
@@ -50,10 +52,13 @@ def test_encoder_without_usage_and_failure_frame() -> None:
     assert b"[DONE]" not in failed
 
 
-def test_collector_keeps_text_and_ending() -> None:
+def test_collector_keeps_text_reasoning_and_ending() -> None:
     collector = Collector()
-    assert collector.texts(["a", "b"]) == b"" and collector.finished(Finished(stop_reason="stop", usage=None)) == b""
-    assert "".join(collector.text) == "ab" and collector.finish is not None and collector.failure is None
+    assert collector.parts([(TEXT, "a"), (TEXT, "b")]) == b"" and collector.finished(Finished(stop_reason="stop", usage=None)) == b""
+    assert collector.message() == {"role": "assistant", "content": "ab"}
+    assert collector.finish is not None and collector.failure is None
+    collector.parts([(THINKING, "x"), (THINKING, "y"), (TEXT, "c")])
+    assert collector.message() == {"role": "assistant", "content": "abc", "reasoning_content": "xy"}
 
 
 def test_parse_supported_fields() -> None:
@@ -65,6 +70,7 @@ def test_parse_supported_fields() -> None:
             "stream_options": {"include_usage": True},
             "max_completion_tokens": 9,
             "temperature": 1,
+            "reasoning_effort": "high",
             "n": 1,
             "user": "u-1",
         },
@@ -76,6 +82,7 @@ def test_parse_supported_fields() -> None:
         "stream": True,
         "max_tokens": 9,
         "temperature": 1.0,
+        "reasoning_effort": "high",
     }
 
 
@@ -88,6 +95,7 @@ def test_parse_supported_fields() -> None:
         ({"messages": USER, "stream_options": {"include_usage": True}}, "invalid_field", "stream_options"),
         ({"messages": USER, "stream": True, "stream_options": {"other": 1}}, "invalid_field", "stream_options"),
         ({"messages": USER, "n": 2}, "invalid_field", "n"),
+        ({"messages": USER, "reasoning_effort": "minimal"}, "invalid_field", "reasoning_effort"),
         ({"messages": USER, "max_completion_tokens": 0}, "invalid_field", "max_completion_tokens"),
         ({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {}}]}]}, "invalid_field", "messages[0].content[0]"),
         ({"messages": [{"role": "tool", "content": "x"}]}, "invalid_field", "messages[0].role"),

@@ -3,6 +3,7 @@ import asyncio
 from chat_events import ChatEncoder
 from fakes import STALL, FakeSource, frames
 from relay import Failed, Finished, Relay, Timing, drive
+from upstream import Part
 
 FAST = Timing(ping_after=10.0, give_up_after=20.0)
 USAGE = {"prompt_tokens": 1, "completion_tokens": 2, "total_tokens": 3}
@@ -18,8 +19,8 @@ class Recorder:
         self.calls.append("start")
         return b"S"
 
-    def texts(self, texts: list[str]) -> bytes:
-        self.calls.append(list(texts))
+    def parts(self, parts: list[Part]) -> bytes:
+        self.calls.append([text if kind == "text" else ("thinking", text) for kind, text in parts])
         return b"T"
 
     def ping(self) -> bytes:
@@ -90,7 +91,7 @@ def test_crash_ends_with_an_internal_error_once() -> None:
 
 def test_drive_turns_a_crash_into_an_error_event() -> None:
     class Exploding(ChatEncoder):
-        def texts(self, texts: list[str]) -> bytes:
+        def parts(self, parts: list[Part]) -> bytes:
             raise RuntimeError("encoder bug")
 
     async def go() -> bytes:

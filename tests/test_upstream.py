@@ -2,20 +2,20 @@ import json
 
 import pytest
 
-from upstream import UpstreamDecoder
+from upstream import TEXT, UpstreamDecoder
 
 
 def run(chunks: list[bytes]) -> tuple[list[str], UpstreamDecoder, bool]:
+    """The text parts only: these streams carry no reasoning, which is checked too."""
     decoder = UpstreamDecoder()
     texts: list[str] = []
     done = False
-    for chunk in chunks:
-        out = decoder.feed(chunk)
-        texts += out.texts
+    for chunk in [*chunks, None]:
+        out = decoder.flush() if chunk is None else decoder.feed(chunk)
+        assert all(kind == TEXT for kind, _ in out.parts), out.parts
+        texts += [text for _, text in out.parts]
         done = done or out.done
-    out = decoder.flush()
-    texts += out.texts
-    return texts, decoder, done or out.done
+    return texts, decoder, done
 
 
 def native(text: object, **extra: object) -> bytes:
@@ -145,3 +145,83 @@ def test_usage_keeps_only_integer_counts() -> None:
     texts, decoder, _ = run([b'data: {"response":"","usage":{"prompt_tokens":1,"total_tokens":"x","extra":2,"completion_tokens":true}}\n\n'])
     assert texts == []
     assert decoder.usage == {"prompt_tokens": 1}
+
+
+def decode(wire: bytes, *, opens_thinking: bool = False) -> tuple[list[tuple[str, str]], UpstreamDecoder]:
+    decoder = UpstreamDecoder(opens_thinking=opens_thinking)
+    parts = decoder.feed(wire).parts
+    return parts + decoder.flush().parts, decoder
+
+
+def data(frame: object) -> bytes:
+    return b"data: " + json.dumps(frame).encode() + b"\n\n"
+
+
+def usage_frame(prompt: int, completion: int) -> bytes:
+    return data({"response": "", "usage": {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}})
+
+
+@pytest.mark.parametrize(
+    ("frames", "expected"),
+    [
+        ([usage_frame(0, 0)], {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}),
+        ([usage_frame(0, 0), usage_frame(5, 2)], {"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7}),
+        ([usage_frame(5, 2), usage_frame(0, 0)], {"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7}),
+        ([usage_frame(5, 1), usage_frame(5, 2), usage_frame(5, 3)], {"prompt_tokens": 5, "completion_tokens": 3, "total_tokens": 8}),
+        ([usage_frame(5, 3), data({"choices": [], "usage": {"completion_tokens": 0}})], {"prompt_tokens": 5, "completion_tokens": 3, "total_tokens": 8}),
+    ],
+    ids=["zero alone is kept", "real after zero", "zero never overwrites", "cumulative: latest, never summed", "partial zero"],
+)
+def test_usage_rules(frames: list[bytes], expected: dict[str, int]) -> None:
+    _, decoder = decode(b"".join(frames))
+    assert decoder.usage == expected
+
+
+@pytest.mark.parametrize(
+    ("raw", "mapped", "unknown"),
+    [
+        ("stop", "stop", None), ("eos", "stop", None), ("end_turn", "stop", None), ("length", "length", None),
+        ("max_tokens", "length", None), ("model_length", "length", None), ("tool_calls", "tool_calls", None),
+        ("function_call", "tool_calls", None), ("content_filter", "content_filter", None), ("weird", "stop", "weird"),
+    ],
+)
+def test_finish_reasons_map_to_a_documented_set(raw: str, mapped: str, unknown: str | None) -> None:
+    _, decoder = decode(data({"choices": [{"delta": {}, "finish_reason": raw}]}))
+    assert (decoder.finish_reason, decoder.unknown_finish_reason) == (mapped, unknown)
+
+
+def test_reasoning_fields_relayed_once_when_equal_and_both_when_not() -> None:
+    same = data({"choices": [{"delta": {"reasoning_content": "a", "reasoning": "a", "content": None}}]})
+    other = data({"choices": [{"delta": {"reasoning_content": "b", "reasoning": "c", "content": "d"}}]})
+    parts, decoder = decode(same + other)
+    assert parts == [("thinking", "a"), ("thinking", "b"), ("thinking", "c"), ("text", "d")]
+    assert decoder.thinking_seen and decoder.text_seen
+
+
+@pytest.mark.parametrize("at", range(0, 4))
+def test_a_leading_bom_is_stripped_wherever_the_read_splits(at: int) -> None:
+    wire = "\ufeffdata: {\"response\":\"a\"}\n\ndata: [DONE]\n\n".encode()
+    decoder = UpstreamDecoder()
+    parts = decoder.feed(wire[:at]).parts + decoder.feed(wire[at:]).parts
+    assert parts == [("text", "a")] and decoder.done
+
+
+def test_only_a_leading_bom_is_stripped() -> None:
+    parts, _ = decode(b'data: {"response":"\xef\xbb\xbfx"}\n\n')
+    assert parts == [("text", "\ufeffx")]
+
+
+@pytest.mark.parametrize(
+    "frame",
+    [
+        b'data: {"response":"a","tool_calls":[],"p":"xyz"}\n\n',
+        b'data: {"response":"a","p":"xyz"}\n\n',
+        b'data: {"response":"a","tool_calls":[]}\n\n',
+        b'data: {"response":"a"}\n\n',
+    ],
+)
+def test_fast_path_covers_the_real_native_frame(frame: bytes) -> None:
+    import upstream
+
+    assert upstream._ONE_PLAIN_FRAME.fullmatch(frame.decode()) is not None
+    assert decode(frame)[0] == [("text", "a")]
