@@ -96,7 +96,8 @@ export async function launch({ envName, port, paceMs = 40, vars = {}, snapshot =
   const snapDir = path.join(ROOT, ".cache", "python-snapshot");
   const model = await startModelProcess(paceMs);
   const liveVars = { ...vars, [STATS_VAR]: "1" };
-  const shared = { host: "127.0.0.1", port, log: new Log(LogLevel.INFO) };
+  // cf: false gives requests miniflare's placeholder `cf` object instead of fetching one online.
+  const shared = { host: "127.0.0.1", port, cf: false, log: new Log(LogLevel.INFO) };
 
   async function start(mode) {
     if (mode === "off") delete process.env.LOCAL_PYTHON_SNAPSHOT;
@@ -169,7 +170,9 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     running = await launch({ envName: values.env, port, paceMs: Number(values.pace ?? 40), vars, snapshot });
   } catch (err) {
     if (err?.code === "ERR_ADDRESS_IN_USE") fail(`port ${port} is in use: stop what runs there or pick another with --port N (or PORT=N make dev)`);
-    fail(String(err?.message ?? err).split("\n")[0]);
+    const hint = process.env.WORKERD_PYODIDE_DIR ? "" :
+      " (offline? workerd downloads its Pyodide bundle at start: set WORKERD_PYODIDE_DIR, see ../shared/workerd-pyodide)";
+    fail(String(err?.message ?? err).split("\n")[0] + hint);
   }
   const ms = Math.round(performance.now() - started);
   log({ level: "info", message: "ready", ms, snapshot: running.mode, url: running.url, model: running.modelUrl, control: running.controlUrl });
