@@ -12,7 +12,7 @@ export WORKERD_PYODIDE_DIR
 
 .PHONY: setup dev test test-python test-js bench clean
 
-setup: .venv/.synced node_modules/.installed
+setup: .venv/.synced node_modules/.installed public/vendor/VERSIONS.json
 
 $(UV):
 	python3 -m venv $(BOOT)
@@ -25,6 +25,10 @@ $(UV):
 node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 	touch $@
+
+# The page's libraries, copied from the pinned node_modules: served as assets, no CDN.
+public/vendor/VERSIONS.json: node_modules/.installed scripts/vendor-assets.mjs
+	node scripts/vendor-assets.mjs
 
 dev: setup
 	PORT=$(PORT) node local/launch.mjs --snapshot auto $(if $(ENV),--env $(ENV))

@@ -1,48 +1,65 @@
 // A streaming client for the chat API: fetch POST + a stream reader (EventSource cannot
-// send a body). No dependencies, no build step; usable by any front end.
+// send a body). No dependencies, no build step; usable by any front end. Types, and every
+// option explained: chat-client.d.ts beside this file.
 //
 //   import { streamChat } from "./chat-client.js";
-//   const result = await streamChat({ messages }, { onText: (t) => out.append(t), signal });
+//   const result = await streamChat({ messages }, { onText: (text, index) => out.append(text), signal });
 //   result.outcome  // "complete" | "failed" | "cut" | "aborted"
 
-/** Incremental SSE parser: feed it decoded text split anywhere; it returns whole events. */
+const LF = 10, CR = 13;
+
+/**
+ * Incremental SSE parser: feed it decoded text split anywhere; it returns whole events.
+ * Linear in what it is fed: each character is looked at a bounded number of times, and a
+ * line split over many feeds is kept as pieces joined once, when its end arrives.
+ */
 export class SSEParser {
-  #buffer = "";
-  #skipLF = false;
+  #pending = [];     // pieces of a line whose end has not arrived yet
+  #skipLF = false;   // the last feed ended in CR: a LF opening the next one belongs to it
   #data = [];
   #event = "";
   #hasData = false;
 
   feed(text) {
     const events = [];
-    if (this.#skipLF && text) {
-      if (text[0] === "\n") text = text.slice(1);
+    let start = 0;
+    if (this.#skipLF && text.length > 0) {
+      if (text.charCodeAt(0) === LF) start = 1;
       this.#skipLF = false;
     }
-    const buffer = this.#buffer + text;
-    let start = 0;
-    for (;;) {
-      const lf = buffer.indexOf("\n", start);
-      let cr = buffer.indexOf("\r", start);
-      if (lf >= 0 && cr > lf) cr = -1;
+    // The next CR and LF are searched for once each and reused until passed: searching both
+    // from every line start would rescan a CR-free stream to its end once per line.
+    let lf = text.indexOf("\n", start);
+    let cr = text.indexOf("\r", start);
+    while (lf !== -1 || cr !== -1) {
       let stop, next;
-      if (cr >= 0) {
+      if (cr === -1 || (lf !== -1 && lf < cr)) {
+        stop = lf; next = lf + 1;
+      } else {
         stop = cr;
-        if (cr + 1 < buffer.length) next = buffer[cr + 1] === "\n" ? cr + 2 : cr + 1;
+        if (cr + 1 < text.length) next = text.charCodeAt(cr + 1) === LF ? cr + 2 : cr + 1;
         else { next = cr + 1; this.#skipLF = true; }
-      } else if (lf >= 0) { stop = lf; next = lf + 1; }
-      else break;
-      const event = this.#line(buffer.slice(start, stop));
+      }
+      let line = text.slice(start, stop);
+      if (this.#pending.length > 0) {
+        this.#pending.push(line);
+        line = this.#pending.join("");
+        this.#pending = [];
+      }
+      const event = this.#line(line);
       if (event) events.push(event);
       start = next;
+      if (lf !== -1 && lf < start) lf = text.indexOf("\n", start);
+      if (cr !== -1 && cr < start) cr = text.indexOf("\r", start);
     }
-    this.#buffer = buffer.slice(start);
+    if (start < text.length) this.#pending.push(start === 0 ? text : text.slice(start));
     return events;
   }
 
   /** The end of the stream: an event not closed by a blank line is dropped (as the spec says). */
   end() {
-    this.#buffer = "";
+    this.#pending = [];
+    this.#skipLF = false;
     this.#data = [];
     this.#hasData = false;
     this.#event = "";
@@ -56,11 +73,11 @@ export class SSEParser {
       this.#data = []; this.#hasData = false; this.#event = "";
       return event;
     }
-    if (line.startsWith(":")) return null;
+    if (line.charCodeAt(0) === 58 /* ":" */) return null;
     const colon = line.indexOf(":");
     const field = colon < 0 ? line : line.slice(0, colon);
     let value = colon < 0 ? "" : line.slice(colon + 1);
-    if (value.startsWith(" ")) value = value.slice(1);
+    if (value.charCodeAt(0) === 32 /* " " */) value = value.slice(1);
     if (field === "data") { this.#data.push(value); this.#hasData = true; }
     else if (field === "event") this.#event = value;
     return null;
@@ -70,7 +87,7 @@ export class SSEParser {
 /** Yields {event, data} from a ReadableStream of bytes, whatever the chunk boundaries. */
 export async function* readEvents(body, signal) {
   const reader = body.getReader();
-  const decoder = new TextDecoder("utf-8");
+  const decoder = new TextDecoder("utf-8");   // drops a leading BOM, as the SSE spec asks
   const parser = new SSEParser();
   // fetch() aborts the body too, but cancelling here closes it in every runtime at once.
   const onAbort = () => reader.cancel(signal.reason).catch(() => {});
@@ -90,12 +107,23 @@ export async function* readEvents(body, signal) {
 }
 
 export class ChatError extends Error {
-  constructor(code, message, status = 0) {
+  constructor(code, message, status = 0, retryAfter = null) {
     super(message);
     this.name = "ChatError";
     this.code = code;
     this.status = status;
+    this.retryAfter = retryAfter;
   }
+}
+
+/** Seconds to wait from a Retry-After header (seconds or an HTTP date), or null. */
+export function parseRetryAfter(value, now = Date.now()) {
+  if (value == null) return null;
+  const text = String(value).trim();
+  if (/^\d+$/.test(text)) return Number(text);
+  if (!/^[A-Za-z]{3}, /.test(text)) return null;   // an HTTP date ("Wed, 21 Oct 2026 07:28:00 GMT"), nothing looser
+  const when = Date.parse(text);
+  return Number.isNaN(when) ? null : Math.max(0, Math.ceil((when - now) / 1000));
 }
 
 /**
@@ -107,17 +135,16 @@ export class ChatError extends Error {
  *   outcome "aborted":  the caller's signal aborted; the connection is closed
  */
 export async function streamChat(body, {
-  url = "/api/v1/chat", signal, fetch = globalThis.fetch, headers = {}, onText = () => {}, onEvent = () => {},
+  url = "/api/v1/chat", signal, fetch = globalThis.fetch, headers = {},
+  onText = () => {}, onThinking = () => {}, onEvent = () => {},
 } = {}) {
-  const result = { outcome: "cut", text: "", stopReason: null, usage: null, error: null };
+  const result = { outcome: "cut", text: "", thinking: "", stopReason: null, whileThinking: false, usage: null, error: null };
+  const sent = new Headers(headers);
+  if (!sent.has("content-type")) sent.set("content-type", "application/json");
+  if (!sent.has("accept")) sent.set("accept", "text/event-stream");
   let response;
   try {
-    response = await fetch(url, {
-      method: "POST",
-      headers: { "content-type": "application/json", accept: "text/event-stream", ...headers },
-      body: JSON.stringify(body),
-      signal,
-    });
+    response = await fetch(url, { method: "POST", headers: sent, body: JSON.stringify(body), signal });
   } catch (err) {
     if (signal?.aborted) return { ...result, outcome: "aborted" };
     return { ...result, outcome: "failed", error: new ChatError("network_error", `Could not reach the service: ${err.message}`) };
@@ -125,7 +152,8 @@ export async function streamChat(body, {
   if (!response.ok) {
     let code = "http_error", message = `HTTP ${response.status}`;
     try { const json = await response.json(); code = json.error ?? code; message = json.message ?? message; } catch { /* not JSON */ }
-    return { ...result, outcome: "failed", error: new ChatError(code, message, response.status) };
+    const retryAfter = parseRetryAfter(response.headers.get("retry-after"));
+    return { ...result, outcome: "failed", error: new ChatError(code, message, response.status, retryAfter) };
   }
   let stopped = false;
   try {
@@ -136,9 +164,13 @@ export async function streamChat(body, {
       if (event === "content_block_delta" && typeof payload.text === "string") {
         result.text += payload.text;
         onText(payload.text, payload.index);
+      } else if (event === "thinking_delta" && typeof payload.text === "string") {
+        result.thinking += payload.text;
+        onThinking(payload.text, payload.index);
       } else if (event === "message_stop") {
         stopped = true;
         result.stopReason = payload.stop_reason ?? null;
+        result.whileThinking = payload.while_thinking === true;
         result.usage = payload.usage ?? null;
       } else if (event === "error") {
         result.error = new ChatError(payload.error ?? "error", payload.message ?? "The answer failed.", response.status);

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
+import catalog
 import settings as config
 import upstream_errors
 from chat_events import ChatEncoder
@@ -70,22 +71,26 @@ async def open_upstream(ctx: Context, model: str, inputs: dict[str, Any]) -> Ups
         raise error from exc
 
 
-def new_relay(ctx: Context, encoder: Encoder, max_tokens: int) -> Relay:
+def new_relay(ctx: Context, encoder: Encoder, max_tokens: int, model: str) -> Relay:
     s = ctx.settings
     timing = Timing(ping_after=s.ping_after, give_up_after=s.give_up_after)
-    return Relay(encoder, timing, now=time.monotonic(), max_tokens=max_tokens)
+    opens = catalog.info(model).opens_thinking
+    return Relay(encoder, timing, now=time.monotonic(), max_tokens=max_tokens, opens_thinking=opens)
 
 
 async def chat(ctx: Context) -> WebResponse:
     request = parse_chat(await parse_body(ctx), ctx.settings)
     source = await open_upstream(ctx, request.model, request.ai_inputs())
-    relay = new_relay(ctx, ChatEncoder(), request.max_tokens)
+    relay = new_relay(ctx, ChatEncoder(), request.max_tokens, request.model)
     return WebResponse(status=200, headers=SSE_HEADERS, body=Relayed(source=source, relay=relay))
 
 
 async def models(ctx: Context) -> WebResponse:
     s = ctx.settings
-    return json_response(200, {"models": list(s.models), "default": s.default_model})
+    limits = {"max_messages": s.max_messages, "max_message_chars": s.max_message_chars, "max_body_bytes": s.max_body_bytes}
+    reasoning = [m for m in s.models if catalog.info(m).reasons]
+    body = {"models": list(s.models), "default": s.default_model, "reasoning": reasoning, "limits": limits}
+    return json_response(200, body)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -204,10 +204,10 @@ async def completions(ctx: Context) -> WebResponse:
     id, created = "chatcmpl-" + os.urandom(12).hex(), int(time.time())
     if request.stream:
         encoder = CompletionEncoder(id=id, created=created, model=chat.model, include_usage=request.include_usage)
-        relay = new_relay(ctx, encoder, chat.max_tokens)
+        relay = new_relay(ctx, encoder, chat.max_tokens, chat.model)
         return WebResponse(status=200, headers=SSE_HEADERS, body=Relayed(source=source, relay=relay))
     collector = Collector()
-    relay = new_relay(ctx, collector, chat.max_tokens)
+    relay = new_relay(ctx, collector, chat.max_tokens, chat.model)
     if isinstance(source, OneShot):
         relay_whole(relay, source)
     else:  # a model that streams although asked not to

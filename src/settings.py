@@ -11,7 +11,7 @@ T = TypeVar("T", int, float)
 
 Lookup = Callable[[str], "str | None"]
 
-DEFAULT_MODELS = ("@cf/meta/llama-3.1-8b-instruct",)
+DEFAULT_MODELS = ("@cf/google/gemma-4-26b-a4b-it",)
 
 
 class SettingsError(Exception):

@@ -73,9 +73,13 @@ def test_misconfiguration_is_500() -> None:
 
 
 def test_models_lists_allow_list_and_default() -> None:
-    response = call(request("GET", "/api/v1/models"), {"AI_MODELS": "m1,m2", "AI_DEFAULT_MODEL": "m2"})
+    env = {"AI_MODELS": "m1,@cf/openai/gpt-oss-20b", "AI_DEFAULT_MODEL": "m1", "MAX_MESSAGES": "7"}
+    response = call(request("GET", "/api/v1/models"), env)
     assert response.status == 200
-    assert response.body == b'{"models": ["m1", "m2"], "default": "m2"}'
+    assert response.body == (
+        b'{"models": ["m1", "@cf/openai/gpt-oss-20b"], "default": "m1", "reasoning": ["@cf/openai/gpt-oss-20b"], '
+        b'"limits": {"max_messages": 7, "max_message_chars": 8000, "max_body_bytes": 65536}}'
+    )
 
 
 def test_chat_streams_with_sse_headers_and_passes_only_known_fields() -> None:
@@ -89,7 +93,7 @@ def test_chat_streams_with_sse_headers_and_passes_only_known_fields() -> None:
         "x-accel-buffering": "no",
     }
     assert model.calls == [
-        ("@cf/meta/llama-3.1-8b-instruct", {"messages": [{"role": "user", "content": "x"}], "stream": True, "max_tokens": 77, "temperature": 0.5})
+        ("@cf/google/gemma-4-26b-a4b-it", {"messages": [{"role": "user", "content": "x"}], "stream": True, "max_tokens": 77, "temperature": 0.5})
     ]
     assert isinstance(response.body, Relayed)
 

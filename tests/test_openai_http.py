@@ -17,7 +17,7 @@ from conftest import assert_stopped, Runtime, expected_tokens, expected_usage
 
 pytestmark = pytest.mark.runtime
 
-NATIVE = "@cf/meta/llama-3.1-8b-instruct"
+NATIVE = "@cf/google/gemma-4-26b-a4b-it"
 OPENAI_SHAPED = "@cf/openai/gpt-oss-20b"
 
 

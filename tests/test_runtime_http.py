@@ -17,8 +17,9 @@ from conftest import assert_stopped, Runtime, expected_tokens, expected_usage, e
 
 pytestmark = pytest.mark.runtime
 
-NATIVE = "@cf/meta/llama-3.1-8b-instruct"
+NATIVE = "@cf/google/gemma-4-26b-a4b-it"
 OPENAI_SHAPED = "@cf/openai/gpt-oss-20b"
+FAST = "@cf/meta/llama-3.1-8b-instruct-fast"
 
 
 def convo(text: str) -> list[dict[str, str]]:
@@ -204,7 +205,12 @@ def test_routes_methods_and_models(runtime: Runtime) -> None:
         assert client.get("/api/v1/nope").json()["error"] == "not_found"
         wrong = client.put("/api/v1/chat")
         assert (wrong.status_code, wrong.headers["allow"]) == (405, "POST, OPTIONS")
-        assert client.get("/api/v1/models").json() == {"models": [NATIVE, OPENAI_SHAPED], "default": NATIVE}
+        assert client.get("/api/v1/models").json() == {
+            "models": [NATIVE, FAST, OPENAI_SHAPED],
+            "default": NATIVE,
+            "reasoning": [OPENAI_SHAPED],
+            "limits": {"max_messages": 50, "max_message_chars": 8000, "max_body_bytes": 65536},
+        }
         page = client.get("/")
         assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
 

@@ -58,7 +58,7 @@ def test_models_route_on_pywrangler_dev() -> None:
         assert url is not None, "pywrangler dev did not become ready:\n" + "".join(output[-40:])
         response = httpx.get(url + "/api/v1/models", timeout=30)
         assert response.status_code == 200
-        assert response.json()["default"] == "@cf/meta/llama-3.1-8b-instruct"
+        assert response.json()["default"] == "@cf/google/gemma-4-26b-a4b-it"
     finally:
         process.terminate()
         process.wait(timeout=30)

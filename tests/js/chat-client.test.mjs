@@ -1,7 +1,7 @@
 // The browser client, fed real ReadableStreams split at every boundary.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { SSEParser, readEvents, streamChat } from "../../public/chat-client.js";
+import { SSEParser, parseRetryAfter, readEvents, streamChat } from "../../public/chat-client.js";
 
 const enc = new TextEncoder();
 
@@ -130,4 +130,104 @@ test("abort mid-stream cancels the body and reports aborted", async () => {
   assert.equal(r.outcome, "aborted");
   assert.equal(r.text, "a");
   assert.equal(cancelled, true);
+});
+
+test("CR at the very end of one feed, LF at the start of the next, with empty feeds between", () => {
+  const p = new SSEParser();
+  assert.deepEqual(p.feed("data: a\r"), []);
+  assert.deepEqual(p.feed(""), []);
+  assert.deepEqual(p.feed("\n\r"), [{ event: "message", data: "a" }]);
+  assert.deepEqual(p.feed("\ndata: b\n\n"), [{ event: "message", data: "b" }]);
+});
+
+test("a line split over many feeds is joined whole", () => {
+  const p = new SSEParser();
+  const line = "data: " + "x".repeat(1000);
+  for (let i = 0; i < line.length; i += 7) assert.deepEqual(p.feed(line.slice(i, i + 7)), []);
+  assert.deepEqual(p.feed("\n\n"), [{ event: "message", data: "x".repeat(1000) }]);
+});
+
+// Linear time: the old parser took 6.3 s and 7.9 s on these (quadratic rescans and
+// concatenations); a linear one takes tens of milliseconds. The bound is generous on purpose.
+test("64,000 events in one read, and a 1 MiB line in 64-character reads, each well under 2 s", (t) => {
+  const one = 'event: content_block_delta\ndata: {"index":0,"text":"tok"}\n\n';
+  const wire = one.repeat(64000);
+  let started = performance.now();
+  const events = new SSEParser().feed(wire);
+  const manyMs = performance.now() - started;
+  assert.equal(events.length, 64000);
+  assert.deepEqual(events[63999], { event: "content_block_delta", data: '{"index":0,"text":"tok"}' });
+
+  const big = "data: " + "y".repeat(1 << 20) + "\n\n";
+  const p = new SSEParser();
+  let got = [];
+  started = performance.now();
+  for (let i = 0; i < big.length; i += 64) got = got.concat(p.feed(big.slice(i, i + 64)));
+  const lineMs = performance.now() - started;
+  assert.equal(got.length, 1);
+  assert.equal(got[0].data.length, 1 << 20);
+
+  const figures = `SSE parser: 64,000 events in one read ${manyMs.toFixed(1)} ms; 1 MiB line in ${Math.ceil(big.length / 64)} reads of 64 characters ${lineMs.toFixed(1)} ms`;
+  t.diagnostic(figures);
+  console.log(figures);
+  assert.ok(manyMs < 2000, figures);
+  assert.ok(lineMs < 2000, figures);
+});
+
+test("reasoning arrives apart from the answer, interleaved, each with its own index", async () => {
+  const { fetch } = fakeFetch(() => sse(
+    'event: thinking_delta\ndata: {"index":0,"text":"Let me "}\n\n' +
+    'event: thinking_delta\ndata: {"index":1,"text":"think."}\n\n' +
+    'event: content_block_delta\ndata: {"index":0,"text":"Hi"}\n\n' +
+    'event: thinking_delta\ndata: {"index":2,"text":" Done."}\n\n' +
+    'event: content_block_delta\ndata: {"index":1,"text":" there"}\n\n' +
+    'event: message_stop\ndata: {"stop_reason":"stop"}\n\n' +
+    "event: done\ndata: {}\n\n"));
+  const seen = [];
+  const r = await streamChat({ messages: [] }, {
+    fetch, onText: (t, i) => seen.push(["text", t, i]), onThinking: (t, i) => seen.push(["thinking", t, i]),
+  });
+  assert.deepEqual(seen, [["thinking", "Let me ", 0], ["thinking", "think.", 1], ["text", "Hi", 0], ["thinking", " Done.", 2], ["text", " there", 1]]);
+  assert.equal(r.outcome, "complete");
+  assert.equal(r.thinking, "Let me think. Done.");
+  assert.equal(r.text, "Hi there");
+  assert.equal(r.whileThinking, false);
+});
+
+test("out of tokens while thinking", async () => {
+  const { fetch } = fakeFetch(() => sse(
+    'event: thinking_delta\ndata: {"index":0,"text":"Hmm"}\n\n' +
+    'event: message_stop\ndata: {"stop_reason":"length","while_thinking":true}\n\n' +
+    "event: done\ndata: {}\n\n"));
+  const r = await streamChat({ messages: [] }, { fetch });
+  assert.deepEqual([r.outcome, r.text, r.thinking, r.stopReason, r.whileThinking], ["complete", "", "Hmm", "length", true]);
+});
+
+test("429 carries Retry-After in seconds; other errors have none", async () => {
+  const { fetch } = fakeFetch(() => new Response('{"error":"rate_limited","message":"slow down"}', { status: 429, headers: { "retry-after": "17" } }));
+  const r = await streamChat({ messages: [] }, { fetch });
+  assert.deepEqual([r.error.code, r.error.status, r.error.retryAfter], ["rate_limited", 429, 17]);
+  const { fetch: f2 } = fakeFetch(() => new Response("<html>oops</html>", { status: 502 }));
+  const r2 = await streamChat({ messages: [] }, { fetch: f2 });
+  assert.deepEqual([r2.error.code, r2.error.message, r2.error.retryAfter], ["http_error", "HTTP 502", null]);
+});
+
+test("Retry-After as seconds, as an HTTP date, or unreadable", () => {
+  const now = Date.parse("2026-01-01T00:00:00Z");
+  const cases = [["0", 0], [" 120 ", 120], ["Thu, 01 Jan 2026 00:00:30 GMT", 30], ["Wed, 31 Dec 2025 23:00:00 GMT", 0], ["soon", null], ["", null], [null, null], ["-5", null]];
+  for (const [value, expected] of cases) assert.equal(parseRetryAfter(value, now), expected, JSON.stringify(value));
+});
+
+test("headers: the caller's are sent, defaults fill in, a Headers object works", async () => {
+  const { fetch, calls } = fakeFetch(() => sse("event: done\ndata: {}\n\n"));
+  await streamChat({ messages: [] }, { fetch, headers: new Headers({ authorization: "Bearer k" }) });
+  await streamChat({ messages: [] }, { fetch, url: "https://x.test/chat", headers: { accept: "*/*" } });
+  const [a, b] = calls.map((c) => Object.fromEntries(c.init.headers));
+  assert.deepEqual(a, { accept: "text/event-stream", authorization: "Bearer k", "content-type": "application/json" });
+  assert.deepEqual(b, { accept: "*/*", "content-type": "application/json" });
+  assert.equal(calls[1].url, "https://x.test/chat");
+});
+
+test("a leading byte order mark does not hide the first event", async () => {
+  assert.deepEqual(await collect([Uint8Array.of(0xef, 0xbb), Uint8Array.of(0xbf), WIRE]), EXPECTED);
 });
