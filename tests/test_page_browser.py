@@ -167,7 +167,7 @@ def reasoning_model(page: Page) -> str:
 def test_reasoning_shows_as_a_collapsed_thinking_block_with_its_time(opened: Opened) -> None:
     page = opened.page
     page.select_option("#model", reasoning_model(page))
-    send(page, "[[pace:40]] why is the sky blue")
+    send(page, "[[pace:40]] [[think:6]] why is the sky blue")
     thinking = page.locator(".msg.assistant .thinking").last
     expect(thinking.locator("summary")).to_have_text("Thinking…")
     shot(page, "thinking-streaming")
