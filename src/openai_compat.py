@@ -16,7 +16,7 @@ from typing import Any
 
 from app import Context, Route, add_routes, new_relay, open_upstream, parse_body
 from chat_request import ChatRequest, parse_max_tokens, parse_messages, parse_model, parse_temperature
-from errors import ApiError, invalid
+from errors import ApiError, clip, invalid
 from relay import Failed, Finished, drive
 from web import SSE_HEADERS, Relayed, WebResponse, json_response
 
@@ -59,8 +59,8 @@ def parse_completion(body: dict[str, Any], ctx: Context) -> CompletionRequest:
             raise ApiError(
                 400,
                 "unsupported_parameter",
-                f"{key}: not supported by this service; supported: {', '.join(SUPPORTED)}",
-                param=key,
+                f"{clip(key)}: not supported by this service; supported: {', '.join(SUPPORTED)}",
+                param=clip(key),
             )
     stream = body.get("stream", False)
     if stream is None:
