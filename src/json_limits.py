@@ -62,7 +62,7 @@ def deepest(brackets: bytes) -> int:
     Split at each "]", the i-th piece is the run of "[" before the i-th close, so the level
     at the end of that run is (opens so far) - i; the highest level is always at such an end.
     """
-    return max(map(sub, accumulate(map(len, brackets.split(b"]"))), count()))
+    return int(max(map(sub, accumulate(map(len, brackets.split(b"]"))), count())))
 
 
 def check(data: bytes) -> None:
