@@ -5,6 +5,7 @@ from typing import Any
 
 import pytest
 
+import openai_compat  # noqa: F401  (registers the /v1 routes, as the shell does)
 from app import UpstreamFailure, handle
 from fakes import FakeModel, frames
 from web import API_HEADERS, Relayed, WebRequest, WebResponse
@@ -131,3 +132,72 @@ def test_preflight() -> None:
     assert headers["access-control-allow-origin"] == "https://app.example"
     assert headers["access-control-allow-methods"] == "POST, OPTIONS"
     assert headers["access-control-allow-headers"] == "content-type"
+
+PATHS = ["/api/v1/chat", "/api/v1/models", "/v1/chat/completions", "/v1/models", "/api/v1/nope", "/v1/nope", "/"]
+METHODS = ["GET", "POST", "OPTIONS", "PUT", "DELETE", "PATCH"]
+ORIGINS: list[dict[str, str]] = [
+    {},
+    {"origin": URL},
+    {"origin": "https://app.example"},
+    {"origin": "https://evil.example"},
+    {"origin": "null"},
+]
+ENVS: list[dict[str, str]] = [
+    {"CORS_ALLOWED_ORIGINS": "https://app.example"},
+    {"CORS_ALLOWED_ORIGINS": "*"},
+    {"AI_CHAT_DISABLED": "1"},
+    {"AI_MODELS": "a", "AI_DEFAULT_MODEL": "b"},
+]
+
+
+def test_every_answer_has_nosniff_and_vary_origin() -> None:
+    seen: set[int] = set()
+    for path in PATHS:
+        for method in METHODS:
+            for origin in ORIGINS:
+                for env in ENVS:
+                    req = request(method, path, CHAT, content_type="application/json", access_control_request_headers="content-type", **origin)
+                    response = call(req, env)
+                    seen.add(response.status)
+                    names = [name for name, _ in response.headers]
+                    where = f"{method} {path} {origin} {env} -> {response.status} {response.headers}"
+                    assert names.count("x-content-type-options") == 1 and ("x-content-type-options", "nosniff") in response.headers, where
+                    assert ("vary", "Origin") in response.headers and names.count("vary") <= 2, where
+    assert seen == {200, 204, 403, 404, 405, 500, 503}
+
+
+def test_a_bug_in_a_handler_is_a_500_in_the_route_shape_not_an_exception(monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(*args: object) -> None:
+        raise KeyError("bug")
+
+    monkeypatch.setattr("openai_compat.parse_completion", broken)
+    monkeypatch.setattr("app.parse_chat", broken)
+    response = call(request("POST", "/v1/chat/completions", CHAT, content_type="application/json"))
+    assert response.status == 500 and isinstance(response.body, bytes)
+    assert json.loads(response.body)["error"]["code"] == "internal_error"
+    assert error_of(call(request("POST", "/api/v1/chat", CHAT, content_type="application/json"))) == (500, "internal_error")
+
+
+@pytest.mark.parametrize("declared", ["²", "١٢", "9" * 5000, "-1", "1e3", ""])
+def test_odd_content_length_is_only_a_hint(declared: str) -> None:
+    req = request("POST", "/api/v1/chat", CHAT, content_type="application/json", content_length=declared)
+    assert call(req).status == 200
+
+
+def test_lone_surrogates_echoed_in_errors_are_escaped_and_clipped() -> None:
+    for path, key in [("/api/v1/chat", "unknown_field"), ("/v1/chat/completions", "unsupported_parameter")]:
+        body = b'{"messages": [{"role": "user", "content": "x"}], "\\ud800' + b"k" * 5000 + b'": 1}'
+        response = call(request("POST", path, body, content_type="application/json"))
+        assert response.status == 400 and isinstance(response.body, bytes)
+        error = json.loads(response.body)
+        message = error["message"] if "message" in error else error["error"]["message"]
+        assert message.startswith("\\ud800" + "k" * 63 + "…: ")
+        assert len(response.body) < 600
+
+
+def test_a_non_streamed_answer_holding_a_lone_surrogate_is_still_200() -> None:
+    model = FakeModel(frames("a\ud800", "é"))
+    response = call(request("POST", "/v1/chat/completions", CHAT, content_type="application/json"), model=model)
+    assert response.status == 200 and isinstance(response.body, bytes)
+    assert b'"content": "a\\ud800\\u00e9"' in response.body
+    assert json.loads(response.body)["choices"][0]["message"]["content"] == "a\ud800é"

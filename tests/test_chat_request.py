@@ -1,4 +1,5 @@
 import asyncio
+import json
 from collections.abc import AsyncIterator
 
 import pytest
@@ -78,3 +79,10 @@ def test_valid_request_with_every_field() -> None:
 def test_empty_assistant_turn_is_allowed() -> None:
     request = parse("application/json", b'{"messages":[{"role":"user","content":"a"},{"role":"assistant","content":""},{"role":"user","content":"b"}]}')
     assert len(request.messages) == 3
+
+
+def test_lone_surrogates_in_content_reach_the_model_as_replacement_characters() -> None:
+    raw = b'{"messages":[{"role":"user","content":"a\\ud83d b \\ude00 c \\ud83d\\ude00"}]}'
+    request = parse("application/json", raw)
+    assert request.messages[0].content == "a\ufffd b \ufffd c \U0001f600"
+    json.dumps(request.ai_inputs(), ensure_ascii=False).encode()  # what goes upstream is UTF-8
