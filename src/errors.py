@@ -30,16 +30,18 @@ ECHO_LIMIT = 64  # characters of a client's string an error message repeats
 def clip(text: str) -> str:
     """A client's string as an error message may repeat it: at most ECHO_LIMIT characters, and
     lone surrogates (which UTF-8 cannot encode) written as \\udXXX escapes."""
-    if len(text) > ECHO_LIMIT:
-        text = text[:ECHO_LIMIT] + "…"
-    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return _cut(text).encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= ECHO_LIMIT else text[:ECHO_LIMIT] + "…"
 
 
 def shown(value: object) -> str:
     """A client's value in a message: a string clipped and quoted, anything else by its JSON
     type only (the repr of a nested value recurses and can be as long as the body)."""
     if isinstance(value, str):
-        return repr(clip(value))
+        return repr(_cut(value))  # repr escapes lone surrogates and control characters itself
     return json_type(value)
 
 

@@ -24,7 +24,8 @@ def test_clip(text: str, expected: str) -> None:
     [
         ("user", "'user'"),
         ("it's\n", '"it\'s\\n"'),
-        ("\ud800", "'\\\\ud800'"),
+        ("\ud800", "'\\ud800'"),
+        ("x" * 100, repr("x" * ECHO_LIMIT + "…")),
         (None, "null"),
         (True, "a boolean"),
         (10**400, "a number"),
