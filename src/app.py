@@ -15,10 +15,10 @@ import settings as config
 import upstream_errors
 from chat_events import ChatEncoder
 from chat_request import check_content_type, parse_chat, parse_json, read_body
-from errors import ApiError
+from errors import ApiError, clip
 from relay import Encoder, Relay, Timing, Upstream
 from settings import Lookup, Settings, SettingsError
-from web import SSE_HEADERS, Headers, Relayed, WebRequest, WebResponse, json_response
+from web import API_HEADERS, SSE_HEADERS, Headers, Relayed, WebRequest, WebResponse, json_response
 
 log = logging.getLogger("app")
 
@@ -123,7 +123,7 @@ class RouteTable:
 
     def not_found(self, path: str) -> WebResponse:
         render = next((api.render_error for api in self.apis if path.startswith(api.prefix)), app_error)
-        return render(ApiError(404, "not_found", f"no route for {path}"))
+        return render(ApiError(404, "not_found", f"no route for {clip(path)}"))
 
 
 CHAT_API = Api(
@@ -149,7 +149,7 @@ def cors_headers(request: WebRequest, allowed: tuple[str, ...]) -> Headers | Non
     if "*" in allowed:
         return (("access-control-allow-origin", "*"),)
     if origin in allowed:
-        return (("access-control-allow-origin", origin), ("vary", "Origin"))
+        return (("access-control-allow-origin", origin),)
     return None
 
 
@@ -166,6 +166,11 @@ def preflight(request: WebRequest, route: Route, cors: Headers) -> WebResponse:
 
 
 async def handle(request: WebRequest, env: Lookup, model: ChatModel, table: RouteTable) -> WebResponse:
+    """Every answer, error or not, leaves through here with API_HEADERS."""
+    return (await _answer(request, env, model, table)).with_headers(API_HEADERS)
+
+
+async def _answer(request: WebRequest, env: Lookup, model: ChatModel, table: RouteTable) -> WebResponse:
     route = table.routes.get(request.path)
     if route is None:
         return table.not_found(request.path)
@@ -184,7 +189,7 @@ async def handle(request: WebRequest, env: Lookup, model: ChatModel, table: Rout
     if cors is None:
         origin = request.headers.get("origin")
         return route.render_error(
-            ApiError(403, "origin_not_allowed", f"Origin {origin} is not allowed")
+            ApiError(403, "origin_not_allowed", f"Origin {clip(origin or '')} is not allowed")
         )
     if request.method == "OPTIONS":
         return preflight(request, route, cors)
@@ -193,7 +198,7 @@ async def handle(request: WebRequest, env: Lookup, model: ChatModel, table: Rout
         error = ApiError(
             405,
             "method_not_allowed",
-            f"{request.method} is not allowed on {request.path}; use {route.allow}",
+            f"{clip(request.method)} is not allowed on {request.path}; use {route.allow}",
             headers=(("allow", route.allow),),
         )
         return route.render_error(error).with_headers(cors)
@@ -201,4 +206,10 @@ async def handle(request: WebRequest, env: Lookup, model: ChatModel, table: Rout
         response = await handler(Context(request=request, settings=settings, model=model))
     except ApiError as error:
         response = route.render_error(error)
+    except Exception:
+        # A bug, not the client's fault; still an answer in the API's shape, not a traceback page.
+        log.exception("%s %s failed", request.method, request.path)
+        response = route.render_error(
+            ApiError(500, "internal_error", "The request could not be handled.")
+        )
     return response.with_headers(cors)

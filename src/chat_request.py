@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from errors import ApiError, invalid
+import json_limits
+from errors import ApiError, clip, invalid, shown
 from settings import Settings
 
 ROLES = ("system", "user", "assistant")
@@ -52,11 +54,10 @@ class ChatRequest:
 def check_content_type(value: str | None) -> None:
     media_type = (value or "").split(";", 1)[0].strip().lower()
     if media_type != "application/json":
-        shown = value if value else "none"
         raise ApiError(
             415,
             "unsupported_media_type",
-            f"Content-Type must be application/json, got {shown}",
+            f"Content-Type must be application/json, got {clip(value) if value else 'none'}",
         )
 
 
@@ -64,9 +65,13 @@ def _too_large(limit: int) -> ApiError:
     return ApiError(413, "body_too_large", f"request body exceeds {limit} bytes")
 
 
+# ASCII digits only ("²".isdigit() is true and int("²") raises), and few enough for int().
+_DECIMAL = re.compile(r"[0-9]{1,30}")
+
+
 async def read_body(chunks: AsyncIterator[bytes], declared: str | None, limit: int) -> bytes:
     """Read at most `limit` bytes; the Content-Length header is a hint, never trusted."""
-    if declared is not None and declared.strip().isdigit() and int(declared) > limit:
+    if declared is not None and _DECIMAL.fullmatch(declared.strip()) and int(declared) > limit:
         raise _too_large(limit)
     parts: list[bytes] = []
     size = 0
@@ -85,6 +90,9 @@ def _reject_constant(name: str) -> Any:
 def parse_json(body: bytes) -> dict[str, Any]:
     if not body.strip():
         raise ApiError(400, "invalid_json", "request body is empty; expected a JSON object")
+    if body.startswith(b"\xef\xbb\xbf"):
+        raise ApiError(400, "invalid_json", "request body starts with a byte order mark; send UTF-8 without one")
+    json_limits.check(body)
     try:
         value = json.loads(body.decode("utf-8"), parse_constant=_reject_constant)
     except UnicodeDecodeError:
@@ -101,11 +109,9 @@ def _is_int(value: object) -> bool:
 
 
 def _is_number(value: object) -> bool:
-    return (
-        isinstance(value, (int, float))
-        and not isinstance(value, bool)
-        and math.isfinite(value)
-    )
+    if isinstance(value, float):
+        return math.isfinite(value)
+    return _is_int(value)  # math.isfinite(int) converts to float and overflows past 1e308
 
 
 def reject_unknown(body: Mapping[str, Any], allowed: tuple[str, ...]) -> None:
@@ -114,9 +120,21 @@ def reject_unknown(body: Mapping[str, Any], allowed: tuple[str, ...]) -> None:
             raise ApiError(
                 400,
                 "unknown_field",
-                f"{key}: unknown field; allowed fields are {', '.join(allowed)}",
-                param=key,
+                f"{clip(key)}: unknown field; allowed fields are {', '.join(allowed)}",
+                param=clip(key),
             )
+
+
+# A surrogate code point left in a Python str is a lone one: json.loads joins escaped pairs.
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def well_formed(text: str) -> str:
+    """Lone surrogates as U+FFFD, as a browser's TextEncoder sends them: a JS client that cut
+    a string inside an emoji still gets its answer, and UTF-8 can encode what goes upstream."""
+    if _LONE_SURROGATE.search(text) is None:
+        return text
+    return _LONE_SURROGATE.sub("\ufffd", text)
 
 
 def message_text(field: str, content: object) -> str:
@@ -156,17 +174,17 @@ def parse_messages(
                 raise ApiError(
                     400,
                     "unknown_field",
-                    f"{where}.{key}: unknown field; allowed fields are "
+                    f"{where}.{clip(key)}: unknown field; allowed fields are "
                     f"{', '.join(message_fields)}",
-                    param=f"{where}.{key}",
+                    param=f"{where}.{clip(key)}",
                 )
         role = item.get("role")
         if not isinstance(role, str) or role not in roles:
             allowed = ", ".join(repr(r) for r in roles)
-            raise invalid(f"{where}.role", f"must be one of {allowed}, got {role!r}")
+            raise invalid(f"{where}.role", f"must be one of {allowed}, got {shown(role)}")
         if "content" not in item:
             raise invalid(f"{where}.content", "is required")
-        content = content_of(f"{where}.content", item["content"])
+        content = well_formed(content_of(f"{where}.content", item["content"]))
         if len(content) > settings.max_message_chars:
             raise ApiError(
                 400,
@@ -190,7 +208,7 @@ def parse_model(value: object, settings: Settings) -> str:
         raise ApiError(
             400,
             "unknown_model",
-            f"model: {value!r} is not available; choose one of {', '.join(settings.models)}",
+            f"model: {shown(value)} is not available; choose one of {', '.join(settings.models)}",
             param="model",
         )
     return value

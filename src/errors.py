@@ -24,5 +24,40 @@ class ApiError(Exception):
         return f"ApiError({self.status}, {self.code!r}, {self.message!r})"
 
 
+ECHO_LIMIT = 64  # characters of a client's string an error message repeats
+
+
+def clip(text: str) -> str:
+    """A client's string as an error message may repeat it: at most ECHO_LIMIT characters, and
+    lone surrogates (which UTF-8 cannot encode) written as \\udXXX escapes."""
+    return _cut(text).encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= ECHO_LIMIT else text[:ECHO_LIMIT] + "…"
+
+
+def shown(value: object) -> str:
+    """A client's value in a message: a string clipped and quoted, anything else by its JSON
+    type only (the repr of a nested value recurses and can be as long as the body)."""
+    if isinstance(value, str):
+        return repr(_cut(value))  # repr escapes lone surrogates and control characters itself
+    return json_type(value)
+
+
+def json_type(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    return "an object"
+
+
 def invalid(field: str, message: str) -> ApiError:
     return ApiError(400, "invalid_field", f"{field}: {message}", param=field)

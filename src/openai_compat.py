@@ -23,7 +23,7 @@ from chat_request import (
     parse_reasoning_effort,
     parse_temperature,
 )
-from errors import ApiError, invalid
+from errors import ApiError, clip, invalid
 from relay import Failed, Finished, OneShot, drive, relay_whole
 from upstream import TEXT, Part
 from web import SSE_HEADERS, Relayed, WebResponse, json_response
@@ -70,8 +70,8 @@ def parse_completion(body: dict[str, Any], ctx: Context) -> CompletionRequest:
             raise ApiError(
                 400,
                 "unsupported_parameter",
-                f"{key}: not supported by this service; supported: {', '.join(SUPPORTED)}",
-                param=key,
+                f"{clip(key)}: not supported by this service; supported: {', '.join(SUPPORTED)}",
+                param=clip(key),
             )
     stream = body.get("stream", False)
     if stream is None:

@@ -57,7 +57,21 @@ SSE_HEADERS: Headers = (
 )
 
 
+# On every API response: error bodies repeat what a client sent, so no browser may sniff
+# them into HTML; and whether CORS headers are present depends on Origin, so caches must
+# key on it even when none were sent.
+API_HEADERS: Headers = (
+    ("x-content-type-options", "nosniff"),
+    ("vary", "Origin"),
+)
+
+
 def json_response(status: int, value: Any, headers: Headers = ()) -> WebResponse:
-    body = json.dumps(value, ensure_ascii=False).encode()
+    try:
+        body = json.dumps(value, ensure_ascii=False).encode()
+    except UnicodeEncodeError:
+        # A lone surrogate (from a client's JSON or the model's) has no UTF-8 form; as a
+        # \udXXX escape it is still valid JSON, the same text the streamed answer sends.
+        body = json.dumps(value).encode()
     return WebResponse(status=status, headers=JSON_HEADERS + headers, body=body)
 

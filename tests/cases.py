@@ -47,3 +47,23 @@ case("temperature too high", {"messages": USER, "temperature": 5.5}, 400, "inval
 case("reasoning_effort unknown", {"messages": USER, "reasoning_effort": "max"}, 400, "invalid_field", "reasoning_effort")
 case("reasoning_effort not a string", {"messages": USER, "reasoning_effort": 1}, 400, "invalid_field", "reasoning_effort")
 case("body too large", {"messages": [{"role": "user", "content": "x" * 70000}]}, 413, "body_too_large", "65536")
+
+# Hostile bodies (issue 11): each once took the Worker down or answered 500.
+DEEP = 7000
+case("7000 nested arrays", b'{"messages":' + b"[" * DEEP + b"]" * DEEP + b"}", 400, "invalid_json", "32 levels")
+case("7000 nested objects", b'{"messages":' + b'{"a":' * DEEP + b"1" + b"}" * DEEP + b"}", 400, "invalid_json", "32 levels")
+case("unclosed nesting", b"[" * 20000, 400, "invalid_json", "32 levels")
+# The body's own object is the first level.
+case("33 levels", b'{"model":' + b"[" * 32 + b"]" * 32 + b"}", 400, "invalid_json", "32 levels")
+case("32 levels reach validation", b'{"messages":[{"role":"user","content":"x"}],"model":' + b"[" * 31 + b"]" * 31 + b"}", 400, "invalid_field", "model")
+case("brackets in strings do not count", {"messages": [{"role": "user", "content": "x"}], "model": "[" * 40 + '\\"' + "{" * 40}, 400, "unknown_model", "[[[")
+case("310-digit temperature", b'{"messages": [], "temperature": 1' + b"0" * 309 + b"}", 400, "invalid_json", "100 digits")
+case("5000-digit max_tokens", b'{"messages": [], "max_tokens": 1' + b"0" * 4999 + b"}", 400, "invalid_json", "100 digits")
+case("100-digit temperature", b'{"messages": [{"role": "user", "content": "x"}], "temperature": 1' + b"0" * 99 + b"}", 400, "invalid_field", "temperature")
+case("1e999 temperature", b'{"messages": [{"role": "user", "content": "x"}], "temperature": 1e999}', 400, "invalid_field", "temperature")
+case("byte order mark", b'\xef\xbb\xbf{"messages": []}', 400, "invalid_json", "byte order mark")
+case("lone surrogate role", b'{"messages": [{"role": "\\ud800", "content": "x"}]}', 400, "invalid_field", "\\ud800")
+case("nested role", {"messages": [{"role": [[["user"]]], "content": "x"}]}, 400, "invalid_field", "got an array")
+case("lone surrogate model", b'{"messages": [{"role": "user", "content": "x"}], "model": "\\udfff"}', 400, "unknown_model", "\\udfff")
+case("long model echoed clipped", {"messages": USER, "model": "m" * 5000}, 400, "unknown_model", "m" * 64 + "…")
+case("lone surrogate message key", b'{"messages": [{"role": "user", "content": "x", "\\ud800": 1}]}', 400, "unknown_field", "messages[0].\\ud800")

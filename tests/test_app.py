@@ -9,7 +9,7 @@ import openai_compat  # noqa: F401  (adds the /v1 routes)
 from app import UpstreamFailure, handle
 from routes import TABLE
 from fakes import FakeModel, frames
-from web import Relayed, WebRequest, WebResponse
+from web import API_HEADERS, Relayed, WebRequest, WebResponse
 
 URL = "https://chat.example.dev"
 
@@ -91,6 +91,8 @@ def test_chat_streams_with_sse_headers_and_passes_only_known_fields() -> None:
         "content-type": "text/event-stream; charset=utf-8",
         "cache-control": "no-cache, no-transform",
         "x-accel-buffering": "no",
+        "x-content-type-options": "nosniff",
+        "vary": "Origin",
     }
     assert model.calls == [
         ("@cf/google/gemma-4-26b-a4b-it", {"messages": [{"role": "user", "content": "x"}], "stream": True, "max_tokens": 77, "temperature": 0.5})
@@ -103,7 +105,7 @@ def test_chat_streams_with_sse_headers_and_passes_only_known_fields() -> None:
     [
         ("", URL, ()),
         ("", None, ()),
-        ("https://app.example", "https://app.example", (("access-control-allow-origin", "https://app.example"), ("vary", "Origin"))),
+        ("https://app.example", "https://app.example", (("access-control-allow-origin", "https://app.example"),)),
         ("*", "https://any.example", (("access-control-allow-origin", "*"),)),
     ],
 )
@@ -111,7 +113,7 @@ def test_cors_allowed(allowed: str, origin: str | None, expected: tuple[tuple[st
     headers: dict[str, Any] = {"origin": origin} if origin else {}
     response = call(request("GET", "/api/v1/models", **headers), {"CORS_ALLOWED_ORIGINS": allowed})
     assert response.status == 200
-    assert response.headers[2:] == expected
+    assert response.headers[2:] == expected + API_HEADERS
 
 
 def test_cors_refused_origin_is_403_and_model_not_called() -> None:
@@ -170,3 +172,73 @@ def test_upstream_failures_map_by_code_in_both_apis(thrown: str, status: int, co
     for response in (app, v1):
         assert ("retry-after" in dict(response.headers)) is retry
         assert isinstance(response.body, bytes) and thrown.encode() not in response.body
+
+
+PATHS = ["/api/v1/chat", "/api/v1/models", "/v1/chat/completions", "/v1/models", "/api/v1/nope", "/v1/nope", "/"]
+METHODS = ["GET", "POST", "OPTIONS", "PUT", "DELETE", "PATCH"]
+ORIGINS: list[dict[str, str]] = [
+    {},
+    {"origin": URL},
+    {"origin": "https://app.example"},
+    {"origin": "https://evil.example"},
+    {"origin": "null"},
+]
+ENVS: list[dict[str, str]] = [
+    {"CORS_ALLOWED_ORIGINS": "https://app.example"},
+    {"CORS_ALLOWED_ORIGINS": "*"},
+    {"AI_CHAT_DISABLED": "1"},
+    {"AI_MODELS": "a", "AI_DEFAULT_MODEL": "b"},
+]
+
+
+def test_every_answer_has_nosniff_and_vary_origin() -> None:
+    seen: set[int] = set()
+    for path in PATHS:
+        for method in METHODS:
+            for origin in ORIGINS:
+                for env in ENVS:
+                    req = request(method, path, CHAT, content_type="application/json", access_control_request_headers="content-type", **origin)
+                    response = call(req, env)
+                    seen.add(response.status)
+                    names = [name for name, _ in response.headers]
+                    where = f"{method} {path} {origin} {env} -> {response.status} {response.headers}"
+                    assert names.count("x-content-type-options") == 1 and ("x-content-type-options", "nosniff") in response.headers, where
+                    assert ("vary", "Origin") in response.headers and names.count("vary") <= 2, where
+    assert seen == {200, 204, 403, 404, 405, 500, 503}
+
+
+def test_a_bug_in_a_handler_is_a_500_in_the_route_shape_not_an_exception(monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(*args: object) -> None:
+        raise KeyError("bug")
+
+    monkeypatch.setattr("openai_compat.parse_completion", broken)
+    monkeypatch.setattr("app.parse_chat", broken)
+    response = call(request("POST", "/v1/chat/completions", CHAT, content_type="application/json"))
+    assert response.status == 500 and isinstance(response.body, bytes)
+    assert json.loads(response.body)["error"]["code"] == "internal_error"
+    assert error_of(call(request("POST", "/api/v1/chat", CHAT, content_type="application/json"))) == (500, "internal_error")
+
+
+@pytest.mark.parametrize("declared", ["²", "١٢", "9" * 5000, "-1", "1e3", ""])
+def test_odd_content_length_is_only_a_hint(declared: str) -> None:
+    req = request("POST", "/api/v1/chat", CHAT, content_type="application/json", content_length=declared)
+    assert call(req).status == 200
+
+
+def test_lone_surrogates_echoed_in_errors_are_escaped_and_clipped() -> None:
+    for path, key in [("/api/v1/chat", "unknown_field"), ("/v1/chat/completions", "unsupported_parameter")]:
+        body = b'{"messages": [{"role": "user", "content": "x"}], "\\ud800' + b"k" * 5000 + b'": 1}'
+        response = call(request("POST", path, body, content_type="application/json"))
+        assert response.status == 400 and isinstance(response.body, bytes)
+        error = json.loads(response.body)
+        message = error["message"] if "message" in error else error["error"]["message"]
+        assert message.startswith("\\ud800" + "k" * 63 + "…: ")
+        assert len(response.body) < 600
+
+
+def test_a_non_streamed_answer_holding_a_lone_surrogate_is_still_200() -> None:
+    model = FakeModel(frames("a\ud800", "é"))
+    response = call(request("POST", "/v1/chat/completions", CHAT, content_type="application/json"), model=model)
+    assert response.status == 200 and isinstance(response.body, bytes)
+    assert b'"content": "a\\ud800\\u00e9"' in response.body
+    assert json.loads(response.body)["choices"][0]["message"]["content"] == "a\ud800é"

@@ -89,3 +89,10 @@ def test_empty_assistant_turn_is_allowed() -> None:
 def test_reasoning_effort_goes_inside_the_inputs(value: str | None, sent: str | None) -> None:
     raw = json.dumps({"messages": [{"role": "user", "content": "hi"}], "reasoning_effort": value}).encode()
     assert parse("application/json", raw).ai_inputs().get("reasoning_effort") == sent
+
+
+def test_lone_surrogates_in_content_reach_the_model_as_replacement_characters() -> None:
+    raw = b'{"messages":[{"role":"user","content":"a\\ud83d b \\ude00 c \\ud83d\\ude00"}]}'
+    request = parse("application/json", raw)
+    assert request.messages[0].content == "a\ufffd b \ufffd c \U0001f600"
+    json.dumps(request.ai_inputs(), ensure_ascii=False).encode()  # what goes upstream is UTF-8
