@@ -6,6 +6,7 @@
 // here `env.AI` is still workerd's own Ai class, and its remote side is the built-in model
 // (local/model.mjs), a process of its own that speaks the binding's wire protocol.
 import { spawn } from "node:child_process";
+import crypto from "node:crypto";
 import fs from "node:fs";
 import http from "node:http";
 import path from "node:path";
@@ -82,6 +83,16 @@ export async function workerOptions({ envName, vars, modelUrl }) {
   };
 }
 
+// A snapshot holds the Worker's modules as they were imported: it belongs to exactly this
+// src/, this workerd and these compatibility settings, and is kept under their fingerprint.
+function snapshotDir(options, workerdPath) {
+  const hash = crypto.createHash("sha256");
+  hash.update(fs.readFileSync(workerdPath));
+  hash.update(JSON.stringify([options.compatibilityDate, options.compatibilityFlags]));
+  for (const m of options.modules) { hash.update(path.basename(m.path)); hash.update(fs.readFileSync(m.path)); }
+  return path.join(ROOT, ".cache", "python-snapshot", hash.digest("hex").slice(0, 16));
+}
+
 async function readJson(req) {
   const parts = [];
   for await (const part of req) parts.push(part);
@@ -93,13 +104,16 @@ export async function launch({ envName, port, paceMs = 40, vars = {}, snapshot =
   const workerd = (await import("workerd")).default;
   process.env.REAL_WORKERD = workerd.default ?? workerd;
   process.env.MINIFLARE_WORKERD_PATH = path.join(ROOT, "local", "workerd");
-  const snapDir = path.join(ROOT, ".cache", "python-snapshot");
   const model = await startModelProcess(paceMs);
   const liveVars = { ...vars, [STATS_VAR]: "1" };
   // cf: false gives requests miniflare's placeholder `cf` object instead of fetching one online.
   const shared = { host: "127.0.0.1", port, cf: false, log: new Log(LogLevel.INFO) };
 
+  const snapDir = snapshotDir(await workerOptions({ envName, vars: liveVars, modelUrl: model.url }), process.env.REAL_WORKERD);
   async function start(mode) {
+    if (mode === "load" && !fs.existsSync(path.join(snapDir, "snapshot.bin"))) {
+      throw new Error(`no snapshot of this src/ in ${path.relative(ROOT, snapDir)}: start once with --snapshot save (or auto)`);
+    }
     if (mode === "off") delete process.env.LOCAL_PYTHON_SNAPSHOT;
     else {
       fs.mkdirSync(snapDir, { recursive: true });

@@ -226,11 +226,14 @@ def test_kill_switch_flips_on_the_next_request(runtime: Runtime) -> None:
             if status == 503:
                 assert response.json()["error"] == "ai_unavailable"
         with runtime.client() as client:
-            runtime.set_vars(AI_CHAT_DISABLED="1")
+            # As deployed: no wrangler.toml environment sets LOCAL_DEV_STATS (test_wrangler_config).
+            runtime.set_vars(AI_CHAT_DISABLED="1", LOCAL_DEV_STATS=None)
             assert client.post("/api/v1/chat", content=b"{broken").status_code == 503
             assert client.get("/api/v1/models").status_code == 503
+            hidden = client.get("/__local/stats")
+            assert hidden.status_code == 404 and b"live" not in hidden.content, hidden.content[:200]
     finally:
-        runtime.set_vars(AI_CHAT_DISABLED=None)
+        runtime.set_vars(AI_CHAT_DISABLED=None, LOCAL_DEV_STATS="1")
     assert len(runtime.calls()) == before + 2, "a 503 must come before any model call"
 
 

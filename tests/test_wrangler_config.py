@@ -1,5 +1,6 @@
 """The pinned wrangler validates wrangler.toml offline; every environment must bind AI."""
 
+import json
 import os
 import re
 import shutil
@@ -63,3 +64,22 @@ def test_an_environment_without_ai_is_caught(tmp_path: Path) -> None:
     (project / "wrangler.toml").write_text(config)
     (project / "node_modules").symlink_to(ROOT / "node_modules")
     assert missing_ai(project, tmp_path / "out") == ["preview"]
+
+
+def test_no_environment_turns_on_the_local_stats_route() -> None:
+    """LOCAL_DEV_STATS is set by local/launch.mjs only: wrangler's own reading of each
+    environment (what a deploy uses) must not contain it."""
+    script = (
+        "import { unstable_getMiniflareWorkerOptions as o } from 'wrangler';"
+        "for (const env of JSON.parse(process.argv[1])) {"
+        " const b = o('wrangler.toml', env ?? undefined, {}).workerOptions.bindings ?? {};"
+        " console.log(JSON.stringify([env, 'LOCAL_DEV_STATS' in b, 'AI_MODELS' in b])); }"
+    )
+    envs = environments(ROOT / "wrangler.toml")
+    result = subprocess.run(
+        ["node", "--input-type=module", "-e", script, json.dumps(envs)],
+        cwd=ROOT, capture_output=True, text=True, timeout=60, env={**os.environ, "WRANGLER_SEND_METRICS": "false"},
+    )
+    assert result.returncode == 0, result.stderr
+    rows = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("[")]
+    assert rows == [[env, False, True] for env in envs], rows
