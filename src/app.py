@@ -27,8 +27,18 @@ class UpstreamFailure(Exception):
     """env.AI.run() failed before any byte of the answer was streamed."""
 
 
+class UpstreamSilent(Exception):
+    """env.AI.run() gave nothing (no stream, no result) within the time it was allowed."""
+
+
 class ChatModel(Protocol):
-    async def stream(self, model: str, inputs: dict[str, Any]) -> Upstream: ...
+    async def stream(self, model: str, inputs: dict[str, Any], *, timeout: float) -> Upstream:
+        """Raises UpstreamFailure, or UpstreamSilent after `timeout` seconds.
+
+        The timeout is the model's to keep: in the Worker a Python (asyncio) timer would
+        outlive a request whose client left, holding its objects for good (measured on
+        workerd), so the shell waits with a JS AbortSignal.timeout instead."""
+        ...
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -61,8 +71,8 @@ async def open_upstream(ctx: Context, model: str, inputs: dict[str, Any]) -> Ups
     """env.AI.run(): bounded by the idle limit too, since a model that never answers is silent."""
     limit = ctx.settings.give_up_after
     try:
-        return await asyncio.wait_for(ctx.model.stream(model, inputs), timeout=limit)
-    except TimeoutError:
+        return await ctx.model.stream(model, inputs, timeout=limit)
+    except UpstreamSilent:
         log.error("env.AI.run(%r) sent nothing for %gs", model, limit)
         raise ApiError(504, "upstream_timeout", f"The model sent nothing for {limit:g} seconds.") from None
     except UpstreamFailure as exc:

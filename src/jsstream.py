@@ -40,6 +40,16 @@ def live_streams() -> dict[str, int]:
     return {"live": len(_LIVE), **_COUNTS, "py_objects": len(gc.get_objects())}
 
 
+def object_types(top: int = 25) -> dict[str, int]:
+    """The commonest Python object types now: what grows between two calls is the leak."""
+    gc.collect()
+    counts: dict[str, int] = {}
+    for obj in gc.get_objects():
+        name = type(obj).__qualname__
+        counts[name] = counts.get(name, 0) + 1
+    return dict(sorted(counts.items(), key=lambda kv: -kv[1])[:top])
+
+
 def js_object(value: dict[str, Any]) -> Any:
     """A plain JS object (not a Map, not a PyProxy): what JS APIs and bindings expect."""
     return to_js(value, dict_converter=js.Object.fromEntries)

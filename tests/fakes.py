@@ -58,7 +58,7 @@ class FakeModel:
     calls: list[tuple[str, dict[str, object]]] = field(default_factory=list)
     sources: list[FakeSource] = field(default_factory=list)
 
-    async def stream(self, model: str, inputs: dict[str, object]) -> FakeSource:
+    async def stream(self, model: str, inputs: dict[str, object], *, timeout: float = 60.0) -> FakeSource:
         self.calls.append((model, inputs))
         if isinstance(self.make, Exception):
             raise self.make
