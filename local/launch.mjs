@@ -25,6 +25,8 @@ Runs the Worker in src/ on workerd (through miniflare) with the built-in offline
   --port N            port on 127.0.0.1 (default: $PORT or 8787; 0 picks a free one)
   --pace MS           ms between the built-in model's tokens (default 40)
   --var NAME=VALUE    set a var on top of wrangler.toml and .dev.vars (repeatable)
+  --ratelimit N/S     every [[ratelimits]] binding allows N requests per S seconds (S: 10 or 60)
+                      instead of wrangler.toml's numbers (tests use a short period, or none)
   --snapshot MODE     off | save | load | auto: the dedicated Python memory snapshot a deploy
                       makes (auto: load .cache/python-snapshot if there, else save it first)
   --exit-on-stdin-eof stop when standard input closes (for test harnesses)
@@ -69,13 +71,17 @@ function pythonModules(mainFile) {
   return { modulesRoot: dir, modules: names.map((name) => ({ type: "PythonModule", path: path.join(dir, name) })) };
 }
 
-export async function workerOptions({ envName, vars, modelUrl }) {
+export async function workerOptions({ envName, vars, modelUrl, ratelimit }) {
   process.env.WRANGLER_SEND_METRICS ??= "false";
   const { unstable_getMiniflareWorkerOptions } = await import("wrangler");
   const { workerOptions: base, main } = unstable_getMiniflareWorkerOptions(path.join(ROOT, "wrangler.toml"), envName, {});
   if (!base.ai) log({ level: "warn", message: `no [ai] binding in ${envName ? `[env.${envName}]` : "the top level"} of wrangler.toml: env.AI is missing` });
+  const ratelimits = ratelimit && base.ratelimits
+    ? Object.fromEntries(Object.entries(base.ratelimits).map(([name, rl]) => [name, { ...rl, simple: ratelimit }]))
+    : base.ratelimits;
   return {
     ...base,
+    ratelimits,
     name: "ai-chat",
     ...pythonModules(main),
     bindings: { ...base.bindings, ...vars },
@@ -99,7 +105,7 @@ async function readJson(req) {
   return JSON.parse(Buffer.concat(parts).toString("utf8") || "{}");
 }
 
-export async function launch({ envName, port, paceMs = 40, vars = {}, snapshot = "off" }) {
+export async function launch({ envName, port, paceMs = 40, vars = {}, snapshot = "off", ratelimit }) {
   const { Miniflare, Log, LogLevel } = await import("miniflare");
   const workerd = (await import("workerd")).default;
   process.env.REAL_WORKERD = workerd.default ?? workerd;
@@ -120,7 +126,7 @@ export async function launch({ envName, port, paceMs = 40, vars = {}, snapshot =
       process.env.LOCAL_PYTHON_SNAPSHOT = mode;
       process.env.LOCAL_PYTHON_SNAPSHOT_DIR = snapDir;
     }
-    const options = { ...shared, ...(await workerOptions({ envName, vars: liveVars, modelUrl: model.url })) };
+    const options = { ...shared, ...(await workerOptions({ envName, vars: liveVars, modelUrl: model.url, ratelimit })) };
     const mf = new Miniflare(options);
     const url = await mf.ready;
     return { mf, url };
@@ -137,7 +143,7 @@ export async function launch({ envName, port, paceMs = 40, vars = {}, snapshot =
         for (const [k, v] of Object.entries(await readJson(req))) {
           if (v === null) delete liveVars[k]; else liveVars[k] = String(v);
         }
-        await mf.setOptions({ ...shared, port: Number(url.port), ...(await workerOptions({ envName, vars: liveVars, modelUrl: model.url })) });
+        await mf.setOptions({ ...shared, port: Number(url.port), ...(await workerOptions({ envName, vars: liveVars, modelUrl: model.url, ratelimit })) });
         res.writeHead(200, { "content-type": "application/json" });
         return res.end(JSON.stringify(liveVars));
       }
@@ -162,7 +168,7 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   try {
     ({ values } = parseArgs({ options: {
       env: { type: "string" }, port: { type: "string" }, pace: { type: "string" },
-      var: { type: "string", multiple: true }, snapshot: { type: "string" },
+      var: { type: "string", multiple: true }, snapshot: { type: "string" }, ratelimit: { type: "string" },
       "exit-on-stdin-eof": { type: "boolean" }, help: { type: "boolean", short: "h" },
     } }));
   } catch (err) {
@@ -175,13 +181,19 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     if (at < 1) fail(`--var wants NAME=VALUE, got ${item}`);
     vars[item.slice(0, at)] = item.slice(at + 1);
   }
+  let ratelimit;
+  if (values.ratelimit !== undefined) {
+    const m = values.ratelimit.match(/^(\d+)\/(\d+)$/);
+    if (!m) fail(`--ratelimit wants N/S (say 5/10), got ${values.ratelimit}`);
+    ratelimit = { limit: Number(m[1]), period: Number(m[2]) };
+  }
   const port = Number(values.port ?? process.env.PORT ?? 8787);
   const snapshot = values.snapshot ?? "off";
   if (!["off", "save", "load", "auto"].includes(snapshot)) fail(`--snapshot wants off, save, load or auto, got ${snapshot}`);
   const started = performance.now();
   let running;
   try {
-    running = await launch({ envName: values.env, port, paceMs: Number(values.pace ?? 40), vars, snapshot });
+    running = await launch({ envName: values.env, port, paceMs: Number(values.pace ?? 40), vars, snapshot, ratelimit });
   } catch (err) {
     if (err?.code === "ERR_ADDRESS_IN_USE") fail(`port ${port} is in use: stop what runs there or pick another with --port N (or PORT=N make dev)`);
     const hint = process.env.WORKERD_PYODIDE_DIR ? "" :

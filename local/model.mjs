@@ -4,6 +4,7 @@
 // (`cloudflare-internal:ai-api`) talking to it exactly as it talks to Cloudflare:
 //
 //   POST /run?version=3   header cf-consn-model-id: <model>   body {"inputs": {...}, "options": {...}}
+//   POST /ai-gateway/run?version=3   the same, when options.gateway.id is set (workerd's Ai class)
 //   -> 200 text/event-stream (inputs.stream) | 200 application/json (the result object)
 //   -> non-2xx {"internalCode", "description", "name"} (what Ai._parseError reads)
 //
@@ -225,13 +226,13 @@ export function startModel({ port = 0, paceMs = 40 } = {}) {
     return req.headers[`mf-header-${name}`] ?? req.headers[name];
   }
 
-  async function run(req, res) {
+  async function run(req, res, path) {
     const model = header(req, "cf-consn-model-id") ?? "";
     let body;
     try { body = JSON.parse(await readBody(req)); } catch { body = null; }
     const inputs = body?.inputs ?? {};
     const call = {
-      id: ++seq, model, inputs, options: body?.options ?? null, startedAt: now(),
+      id: ++seq, model, inputs, options: body?.options ?? null, path, startedAt: now(),
       chunksSent: 0, chunksTotal: 0, closedAt: null, finishedAt: null, clientClosedAt: null,
       chunksAtClose: null, erroredAt: null, status: 200,
     };
@@ -297,8 +298,8 @@ export function startModel({ port = 0, paceMs = 40 } = {}) {
     const url = new URL(req.headers["mf-url"] ?? req.url, "http://model.local");
     if (req.method === "GET" && url.pathname === "/__local/calls") return sendJson(res, 200, calls);
     if (req.method === "DELETE" && url.pathname === "/__local/calls") { calls.length = 0; return sendJson(res, 200, {}); }
-    if (req.method === "POST" && url.pathname === "/run") {
-      return run(req, res).catch((err) => { console.error(err); if (!res.headersSent) sendJson(res, 500, { internalCode: 5000, description: "built-in model crashed", name: "InferenceUpstreamError" }); else res.destroy(); });
+    if (req.method === "POST" && (url.pathname === "/run" || url.pathname === "/ai-gateway/run")) {
+      return run(req, res, url.pathname).catch((err) => { console.error(err); if (!res.headersSent) sendJson(res, 500, { internalCode: 5000, description: "built-in model crashed", name: "InferenceUpstreamError" }); else res.destroy(); });
     }
     // Anything else (miniflare's RPC websocket for non-fetch calls included) is not served.
     sendJson(res, 404, { internalCode: 5007, description: `no route ${req.method} ${url.pathname}`, name: "InferenceUpstreamError" });

@@ -10,12 +10,15 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
+import budget
 import catalog
 import settings as config
 import upstream_errors
 from chat_events import ChatEncoder
 from chat_request import check_content_type, parse_chat, parse_json, read_body
 from errors import ApiError, clip
+from guard import KEY_ONLY, PAGE_OR_KEY, Access, guard
+from rate_limit import Limiter
 from relay import Encoder, Relay, Timing, Upstream
 from settings import Lookup, Settings, SettingsError
 from web import API_HEADERS, SSE_HEADERS, Headers, Relayed, WebRequest, WebResponse, json_response
@@ -69,6 +72,7 @@ async def parse_body(ctx: Context) -> dict[str, Any]:
 
 async def open_upstream(ctx: Context, model: str, inputs: dict[str, Any]) -> Upstream:
     """env.AI.run(): bounded by the idle limit too, since a model that never answers is silent."""
+    budget.check(model, inputs)
     limit = ctx.settings.give_up_after
     try:
         return await ctx.model.stream(model, inputs, timeout=limit)
@@ -107,6 +111,8 @@ async def models(ctx: Context) -> WebResponse:
 class Route:
     methods: Mapping[str, Handler]
     render_error: ErrorRenderer
+    access: Access | None = KEY_ONLY  # who may call it when API_KEYS is set (None: anyone)
+    metered: bool = False  # it calls the model, so it costs neurons: rate limited
 
     @property
     def allow(self) -> str:
@@ -139,8 +145,8 @@ class RouteTable:
 CHAT_API = Api(
     prefix="/api/",
     routes={
-        "/api/v1/chat": Route(methods={"POST": chat}, render_error=app_error),
-        "/api/v1/models": Route(methods={"GET": models}, render_error=app_error),
+        "/api/v1/chat": Route(methods={"POST": chat}, render_error=app_error, access=PAGE_OR_KEY, metered=True),
+        "/api/v1/models": Route(methods={"GET": models}, render_error=app_error, access=PAGE_OR_KEY),
     },
     render_error=app_error,
 )
@@ -175,12 +181,16 @@ def preflight(request: WebRequest, route: Route, cors: Headers) -> WebResponse:
     return WebResponse(status=204, headers=headers)
 
 
-async def handle(request: WebRequest, env: Lookup, model: ChatModel, table: RouteTable) -> WebResponse:
+async def handle(
+    request: WebRequest, env: Lookup, model: ChatModel, table: RouteTable, *, limiter: Limiter | None
+) -> WebResponse:
     """Every answer, error or not, leaves through here with API_HEADERS."""
-    return (await _answer(request, env, model, table)).with_headers(API_HEADERS)
+    return (await _answer(request, env, model, table, limiter)).with_headers(API_HEADERS)
 
 
-async def _answer(request: WebRequest, env: Lookup, model: ChatModel, table: RouteTable) -> WebResponse:
+async def _answer(
+    request: WebRequest, env: Lookup, model: ChatModel, table: RouteTable, limiter: Limiter | None
+) -> WebResponse:
     route = table.routes.get(request.path)
     if route is None:
         return table.not_found(request.path)
@@ -212,6 +222,9 @@ async def _answer(request: WebRequest, env: Lookup, model: ChatModel, table: Rou
             headers=(("allow", route.allow),),
         )
         return route.render_error(error).with_headers(cors)
+    refusal = await guard(request, access=route.access, metered=route.metered, env=env, limiter=limiter)
+    if refusal is not None:
+        return route.render_error(refusal).with_headers(cors)
     try:
         response = await handler(Context(request=request, settings=settings, model=model))
     except ApiError as error:

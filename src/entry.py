@@ -8,6 +8,7 @@ the core sees them.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterator, Mapping
 from typing import Any
 from urllib.parse import urlsplit
@@ -17,6 +18,8 @@ from pyodide.ffi import JsException, to_js
 from workers import Response, WorkerEntrypoint
 
 import app
+import gateway
+import rate_limit
 from errors import ApiError
 from jsstream import JsByteSource, RelayPipe, iter_body, js_object, live_streams, object_types
 from relay import OneShot, Upstream, relay_whole
@@ -26,6 +29,8 @@ from web import JSON_HEADERS, WebRequest, WebResponse
 
 # Set by the local launcher only (no wrangler.toml environment sets it): the stats route.
 STATS_VAR = "LOCAL_DEV_STATS"
+
+log = logging.getLogger("entry")
 
 
 class WorkersAi:
@@ -38,7 +43,9 @@ class WorkersAi:
         if binding is None:
             raise ApiError(500, "server_misconfigured", "The AI binding is not configured.")
         try:
-            result = await self._unless_client_leaves(binding.run(model, js_object(inputs)), timeout)
+            options = gateway.run_options(_lookup(self._env))
+            args = (js_object(inputs), js_object(options)) if options else (js_object(inputs),)
+            result = await self._unless_client_leaves(binding.run(model, *args), timeout)
         except JsException as exc:
             raise app.UpstreamFailure(str(exc)) from exc
         if getattr(getattr(result, "constructor", None), "name", None) == "ReadableStream":
@@ -77,6 +84,27 @@ class ClientGone(ApiError):
 
     def __init__(self) -> None:
         super().__init__(499, "client_gone", "The client closed the connection.")
+
+
+class RateLimiter:
+    """The Rate Limiting binding as the core's Limiter: binding.limit({key}) -> {success}."""
+
+    def __init__(self, binding: Any) -> None:
+        self._binding = binding
+
+    async def allow(self, key: str) -> bool:
+        try:
+            result = await self._binding.limit(js_object({"key": key}))
+        except JsException as exc:  # counted nowhere, so refused: a limiter fault never opens the door
+            log.error("%s.limit() failed: %s", rate_limit.BINDING, exc)
+            return False
+        success = result.get("success") if isinstance(result, dict) else getattr(result, "success", None)
+        return success is True
+
+
+def _limiter(env: Any) -> RateLimiter | None:
+    binding = getattr(env, rate_limit.BINDING, None)
+    return None if binding is None else RateLimiter(binding)
 
 
 class _Headers(Mapping[str, str]):
@@ -129,7 +157,7 @@ class Default(WorkerEntrypoint):  # type: ignore[misc]  # the SDK has no stubs
         if path == "/__local/stats" and lookup(STATS_VAR) == "1":
             return _to_response(_stats(urlsplit(url).query), raw.signal, self.ctx)
         web = WebRequest(method=str(raw.method), url=url, path=path, headers=_Headers(raw.headers), body=iter_body(raw))
-        response = await app.handle(web, lookup, WorkersAi(self.env, raw.signal), TABLE)
+        response = await app.handle(web, lookup, WorkersAi(self.env, raw.signal), TABLE, limiter=_limiter(self.env))
         return _to_response(response, raw.signal, self.ctx)
 
 

@@ -244,7 +244,7 @@ async def models(ctx: Context) -> WebResponse:
 OPENAI_API = Api(
     prefix="/v1/",
     routes={
-        "/v1/chat/completions": Route(methods={"POST": completions}, render_error=openai_error),
+        "/v1/chat/completions": Route(methods={"POST": completions}, render_error=openai_error, metered=True),
         "/v1/models": Route(methods={"GET": models}, render_error=openai_error),
     },
     render_error=openai_error,

@@ -18,6 +18,9 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 PACE_MS = 15
 TEST_VARS = {"STREAM_PING_SECONDS": "0.25", "UPSTREAM_TIMEOUT_SECONDS": "1.2"}
+# The suites send thousands of chats from 127.0.0.1 (what miniflare puts in CF-Connecting-IP):
+# wrangler.toml's rate limit would refuse most of them. tests/test_abuse_http.py sets its own.
+TEST_RATELIMIT = "1000000/60"
 
 
 class Runtime:
@@ -71,17 +74,29 @@ class Runtime:
             self.process.stdout.close()
 
 
-def start_runtime(*extra: str, vars: dict[str, str] | None = None, pace_ms: int = PACE_MS) -> Runtime:
+def start_runtime(
+    *extra: str,
+    vars: dict[str, str] | None = None,
+    pace_ms: int = PACE_MS,
+    ratelimit: str = TEST_RATELIMIT,
+    capture_stderr: bool = False,
+) -> Runtime:
+    """capture_stderr: workerd's and the launcher's stderr go to runtime.log as well."""
     node = shutil.which("node")
     if node is None:
         pytest.fail("node is not installed")
     if not (ROOT / "node_modules" / "miniflare").exists():
         pytest.fail("node_modules is missing: run `npm ci`")
-    args = [node, "local/launch.mjs", "--port", "0", "--pace", str(pace_ms), "--exit-on-stdin-eof"]
+    args = [node, "local/launch.mjs", "--port", "0", "--pace", str(pace_ms), "--exit-on-stdin-eof", "--ratelimit", ratelimit]
     for key, value in {**TEST_VARS, **(vars or {})}.items():
         args += ["--var", f"{key}={value}"]
     process = subprocess.Popen(
-        [*args, *extra], cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=sys.stderr, text=True
+        [*args, *extra],
+        cwd=ROOT,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT if capture_stderr else sys.stderr,
+        text=True,
     )
     assert process.stdout is not None
     deadline = time.monotonic() + 180

@@ -65,3 +65,15 @@ class FakeModel:
         source = FakeSource(list(self.make))  # type: ignore[call-overload]
         self.sources.append(source)
         return source
+
+
+@dataclass
+class FakeLimiter:
+    """A Limiter that allows `limit` calls per key and records every key it was asked about."""
+
+    limit: int = 1_000_000
+    keys: list[str] = field(default_factory=list)
+
+    async def allow(self, key: str) -> bool:
+        self.keys.append(key)
+        return self.keys.count(key) <= self.limit

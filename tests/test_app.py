@@ -8,7 +8,7 @@ import pytest
 import openai_compat  # noqa: F401  (adds the /v1 routes)
 from app import UpstreamFailure, handle
 from routes import TABLE
-from fakes import FakeModel, frames
+from fakes import FakeLimiter, FakeModel, frames
 from web import API_HEADERS, Relayed, WebRequest, WebResponse
 
 URL = "https://chat.example.dev"
@@ -29,8 +29,15 @@ def request(method: str, path: str, body: bytes = b"", **headers: Any) -> WebReq
     )
 
 
-def call(req: WebRequest, env: dict[str, str] | None = None, model: FakeModel | None = None) -> WebResponse:
-    return asyncio.run(handle(req, (env or {}).get, model or FakeModel(frames("hi")), TABLE))
+def call(
+    req: WebRequest,
+    env: dict[str, str] | None = None,
+    model: FakeModel | None = None,
+    limiter: FakeLimiter | None = None,
+) -> WebResponse:
+    return asyncio.run(
+        handle(req, (env or {}).get, model or FakeModel(frames("hi")), TABLE, limiter=limiter or FakeLimiter())
+    )
 
 
 def error_of(response: WebResponse) -> tuple[int, str]:
@@ -242,3 +249,103 @@ def test_a_non_streamed_answer_holding_a_lone_surrogate_is_still_200() -> None:
     assert response.status == 200 and isinstance(response.body, bytes)
     assert b'"content": "a\\ud800\\u00e9"' in response.body
     assert json.loads(response.body)["choices"][0]["message"]["content"] == "a\ud800é"
+
+
+# Keys, rate limit and context budget: guard() runs once, after the kill switch, CORS and
+# the method check, and before any body is read.
+
+KEYED = {"API_KEYS": "sk-alpha,sk-beta", "AI_MODELS": "m1"}
+ROUTES = [("POST", "/api/v1/chat", CHAT), ("GET", "/api/v1/models", b""), ("POST", "/v1/chat/completions", OPENAI_CHAT), ("GET", "/v1/models", b"")]
+
+
+def error_body(response: WebResponse) -> Any:
+    assert isinstance(response.body, bytes)
+    return json.loads(response.body)
+
+
+@pytest.mark.parametrize(("method", "path", "body"), ROUTES)
+def test_every_route_without_keys_configured_is_open(method: str, path: str, body: bytes) -> None:
+    response = call(request(method, path, body, content_type="application/json"), {"AI_MODELS": "m1"})
+    assert response.status == 200, error_body(response)
+
+
+@pytest.mark.parametrize(("method", "path", "body"), ROUTES)
+def test_every_route_with_a_valid_key(method: str, path: str, body: bytes) -> None:
+    response = call(request(method, path, body, content_type="application/json", authorization="Bearer sk-beta"), KEYED)
+    assert response.status == 200, error_body(response)
+
+
+def test_every_route_without_a_key_when_keys_are_set() -> None:
+    model = FakeModel(frames("hi"))
+    for method, path, body in ROUTES:
+        response = call(request(method, path, b"{not json", content_type="application/json"), KEYED, model)
+        assert response.status == 401 and dict(response.headers)["www-authenticate"] == "Bearer"
+        if path.startswith("/v1/"):
+            assert error_body(response) == {
+                "error": {
+                    "message": "An API key is required: send Authorization: Bearer <key>.",
+                    "type": "invalid_request_error",
+                    "param": None,
+                    "code": "invalid_api_key",
+                }
+            }
+        else:
+            assert error_body(response) == {"error": "unauthorized", "message": "An API key is required: send Authorization: Bearer <key>."}
+    assert model.calls == []
+
+
+def test_the_page_reaches_api_without_a_key_but_not_v1() -> None:
+    page = {"content_type": "application/json", "sec_fetch_site": "same-origin", "origin": URL}
+    assert call(request("POST", "/api/v1/chat", CHAT, **page), KEYED).status == 200
+    assert call(request("GET", "/api/v1/models", sec_fetch_site="same-origin"), KEYED).status == 200
+    assert call(request("POST", "/v1/chat/completions", OPENAI_CHAT, **page), KEYED).status == 401
+
+
+def test_kill_switch_answers_before_keys_and_limits() -> None:
+    env = {**KEYED, "AI_CHAT_DISABLED": "1"}
+    for method, path, _ in ROUTES:
+        response = call(request(method, path, b"{not json"), env, limiter=FakeLimiter(limit=0))
+        assert response.status == 503
+
+
+def test_rate_limited_before_the_body_is_read_in_both_shapes() -> None:
+    model, limiter = FakeModel(frames("hi")), FakeLimiter(limit=1)
+    app = [call(request("POST", "/api/v1/chat", CHAT, content_type="application/json"), model=model, limiter=limiter) for _ in range(2)]
+    assert app[0].status == 200 and app[1].status == 429
+    assert error_body(app[1]) == {"error": "rate_limited", "message": "Too many requests; wait 60 seconds and try again."}
+    assert dict(app[1].headers)["retry-after"] == "60"
+    v1 = call(request("POST", "/v1/chat/completions", b"{not json", content_type="application/json"), {"AI_MODELS": "m1"}, model, limiter)
+    assert v1.status == 429 and dict(v1.headers)["retry-after"] == "60"
+    assert error_body(v1) == {
+        "error": {"message": "Too many requests; wait 60 seconds and try again.", "type": "rate_limit_error", "param": None, "code": "rate_limited"}
+    }
+    assert len(model.calls) == 1
+
+
+def test_models_routes_are_not_rate_limited() -> None:
+    limiter = FakeLimiter(limit=0)
+    for path in ("/api/v1/models", "/v1/models"):
+        assert call(request("GET", path), limiter=limiter).status == 200
+    assert limiter.keys == []
+
+
+def test_no_rate_limit_binding_is_500_on_metered_routes_only() -> None:
+    for method, path, body in ROUTES:
+        response = asyncio.run(handle(request(method, path, body, content_type="application/json"), {"AI_MODELS": "m1"}.get, FakeModel(frames("hi")), TABLE, limiter=None))
+        if method == "GET":
+            assert response.status == 200, path
+            continue
+        error = error_body(response)["error"]
+        assert (response.status, error if isinstance(error, str) else error["code"]) == (500, "server_misconfigured")
+
+
+def test_a_conversation_over_the_context_window_fails_before_the_model_is_called() -> None:
+    model = FakeModel(frames("hi"))
+    long = json.dumps({"messages": [{"role": "user", "content": "x" * 7000}] * 5, "max_tokens": 100}).encode()
+    env = {"MAX_MESSAGE_CHARS": "10000", "AI_MODELS": "@cf/meta/llama-3.1-8b-instruct"}
+    response = call(request("POST", "/api/v1/chat", long, content_type="application/json"), env, model)
+    assert error_of(response) == (400, "context_length_exceeded")
+    assert "context window of 7968 tokens" in error_body(response)["message"]
+    v1 = call(request("POST", "/v1/chat/completions", long, content_type="application/json"), env, model)
+    assert (v1.status, error_body(v1)["error"]["param"]) == (400, "messages")
+    assert model.calls == []

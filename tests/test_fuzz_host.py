@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator
 
 from app import handle
 from routes import TABLE
-from fakes import FakeModel, frames
+from fakes import FakeLimiter, FakeModel, frames
 from fuzz import CHAT, COMPLETIONS, bodies, problem
 from relay import OneShot, drive, relay_whole
 from web import Relayed, WebRequest, WebResponse
@@ -38,7 +38,7 @@ async def answer(path: str, body: bytes, model: FakeModel) -> tuple[WebResponse,
         headers={"content-type": "application/json"},
         body=one_piece(body),
     )
-    response = await handle(request, NO_ENV.get, model, TABLE)
+    response = await handle(request, NO_ENV.get, model, TABLE, limiter=FakeLimiter())
     if isinstance(response.body, Relayed):
         source, relay = response.body.source, response.body.relay
         if isinstance(source, OneShot):

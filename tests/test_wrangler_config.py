@@ -1,4 +1,5 @@
-"""The pinned wrangler validates wrangler.toml offline; every environment must bind AI."""
+"""The pinned wrangler validates wrangler.toml offline; every environment must bind AI and
+the rate limiter (bindings are not inherited by [env.NAME] blocks)."""
 
 import json
 import os
@@ -39,31 +40,47 @@ def dry_run(project: Path, env: str | None, outdir: Path) -> str:
     return output
 
 
-AI_LINE = re.compile(r"^\s*env\.AI\s+AI\s*$", re.MULTILINE)
+# What the dry run prints for each binding, e.g. "env.RATE_LIMITER (20 requests/60s)   Rate Limit".
+REQUIRED = {
+    "AI": re.compile(r"^\s*env\.AI\s+AI\s*$", re.MULTILINE),
+    "RATE_LIMITER": re.compile(r"^\s*env\.RATE_LIMITER \(\d+ requests/(10|60)s\)\s+Rate Limit\s*$", re.MULTILINE),
+}
 
 
-def missing_ai(project: Path, tmp: Path) -> list[str]:
+def missing_bindings(project: Path, tmp: Path) -> list[str]:
+    """'<environment>: <binding>' for every required binding an environment lacks."""
     envs = environments(project / "wrangler.toml")
     with ThreadPoolExecutor(max_workers=len(envs)) as pool:
         outputs = list(pool.map(lambda e: dry_run(project, e, tmp / str(e)), envs))
-    return [str(env or "top level") for env, out in zip(envs, outputs) if not AI_LINE.search(out)]
+    return [
+        f"{env or 'top level'}: {name}"
+        for env, out in zip(envs, outputs)
+        for name, line in REQUIRED.items()
+        if not line.search(out)
+    ]
 
 
-def test_every_environment_lists_the_ai_binding(tmp_path: Path) -> None:
+def test_every_environment_lists_the_ai_and_rate_limit_bindings(tmp_path: Path) -> None:
     envs = environments(ROOT / "wrangler.toml")
     assert {"staging", "production"} <= set(e for e in envs if e)
-    assert missing_ai(ROOT, tmp_path) == []
+    assert missing_bindings(ROOT, tmp_path) == []
 
 
-def test_an_environment_without_ai_is_caught(tmp_path: Path) -> None:
+def project_with(tmp_path: Path, extra: str) -> Path:
     project = tmp_path / "project"
     project.mkdir()
     for name in ("src", "public"):
         shutil.copytree(ROOT / name, project / name, ignore=shutil.ignore_patterns("__pycache__"))
-    config = (ROOT / "wrangler.toml").read_text() + '\n[env.preview]\nname = "ai-chat-preview"\n'
-    (project / "wrangler.toml").write_text(config)
+    (project / "wrangler.toml").write_text((ROOT / "wrangler.toml").read_text() + extra)
     (project / "node_modules").symlink_to(ROOT / "node_modules")
-    assert missing_ai(project, tmp_path / "out") == ["preview"]
+    return project
+
+
+def test_an_environment_without_ai_or_rate_limit_is_caught(tmp_path: Path) -> None:
+    preview = '\n[env.preview]\nname = "ai-chat-preview"\n'
+    only_ai = '\n[env.lab]\nname = "ai-chat-lab"\n\n[env.lab.ai]\nbinding = "AI"\n'
+    project = project_with(tmp_path, preview + only_ai)
+    assert missing_bindings(project, tmp_path / "out") == ["preview: AI", "preview: RATE_LIMITER", "lab: RATE_LIMITER"]
 
 
 def test_no_environment_turns_on_the_local_stats_route() -> None:
