@@ -77,7 +77,7 @@ def test_parse_supported_fields() -> None:
         CTX,
     )
     assert request.stream and request.include_usage
-    assert request.chat.ai_inputs() == {
+    assert request.ai_inputs() == {
         "messages": [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"}],
         "stream": True,
         "max_tokens": 9,
@@ -89,16 +89,20 @@ def test_parse_supported_fields() -> None:
 @pytest.mark.parametrize(
     ("body", "code", "param"),
     [
-        ({"messages": USER, "top_p": 1}, "unsupported_parameter", "top_p"),
-        ({"messages": USER, "tools": []}, "unsupported_parameter", "tools"),
+        ({"messages": USER, "top_p": 2}, "invalid_field", "top_p"),
+        ({"messages": USER, "logprobs": True}, "unsupported_parameter", "logprobs"),
+        ({"messages": USER, "functions": [{"name": "f"}]}, "unsupported_parameter", "functions"),
+        ({"messages": USER, "best_of": 2}, "unsupported_parameter", "best_of"),
         ({"messages": USER, "stream": "yes"}, "invalid_field", "stream"),
         ({"messages": USER, "stream_options": {"include_usage": True}}, "invalid_field", "stream_options"),
-        ({"messages": USER, "stream": True, "stream_options": {"other": 1}}, "invalid_field", "stream_options"),
-        ({"messages": USER, "n": 2}, "invalid_field", "n"),
+        ({"messages": USER, "stream": True, "stream_options": {"other": 1}}, "invalid_field", "stream_options.other"),
+        ({"messages": USER, "n": 2}, "unsupported_parameter", "n"),
+        ({"messages": USER, "n": "1"}, "invalid_field", "n"),
         ({"messages": USER, "reasoning_effort": "minimal"}, "invalid_field", "reasoning_effort"),
         ({"messages": USER, "max_completion_tokens": 0}, "invalid_field", "max_completion_tokens"),
         ({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {}}]}]}, "invalid_field", "messages[0].content[0]"),
-        ({"messages": [{"role": "tool", "content": "x"}]}, "invalid_field", "messages[0].role"),
+        ({"messages": [{"role": "tool", "content": "x"}]}, "invalid_field", "messages[0].tool_call_id"),
+        ({"messages": [{"role": "function", "content": "x"}]}, "invalid_field", "messages[0].role"),
         ({"messages": USER, "model": "gpt-4o"}, "unknown_model", "model"),
     ],
 )
