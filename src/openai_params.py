@@ -63,6 +63,10 @@ def _is_number(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
+def _shown(bound: float) -> str:
+    return str(int(bound)) if bound == int(bound) else f"{bound:g}"
+
+
 def number(low: float, high: float, *, integer: bool = False) -> Check:
     def check(name: str, value: object) -> object:
         if integer and not (isinstance(value, int) and not isinstance(value, bool)):
@@ -71,7 +75,7 @@ def number(low: float, high: float, *, integer: bool = False) -> Check:
             raise invalid(name, "must be a number")
         assert isinstance(value, (int, float))
         if not low <= value <= high:
-            raise invalid(name, f"must be between {low:g} and {high:g}, got {value}")
+            raise invalid(name, f"must be between {_shown(low)} and {_shown(high)}, got {value}")
         return value
 
     return check
