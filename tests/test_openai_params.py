@@ -120,7 +120,8 @@ def test_what_cannot_be_honoured_is_refused_by_name(model: str, name: str, value
     ],
 )
 def test_bad_values_are_invalid_fields_named(name: str, value: object, field: str, needle: str) -> None:
-    error = refusal(**{name: value})
+    params: dict[str, Any] = {name: value}
+    error = refusal(NATIVE, **params)
     assert (error.code, error.param) == ("invalid_field", field)
     assert error.message.startswith(f"{field}: ") and needle in error.message, error.message
 
