@@ -2,7 +2,8 @@
 
 Messages keep OpenAI's shape, which both Workers AI input schemas read: assistant messages
 may carry ``tool_calls`` (their content may then be null: it is sent as ""), and ``tool``
-messages carry the ``tool_call_id`` they answer. Only text content is supported. Tools are
+messages carry the ``tool_call_id`` they answer (OpenAI lets such an assistant message
+leave content out). Only text content is supported. Tools are
 ``function`` tools; ``tool_choice: "none"`` sends no tools at all, which is what it means,
 and ``"auto"`` is the default, so it is not sent.
 """
@@ -60,7 +61,8 @@ def _tool_calls(where: str, value: object, settings: Settings) -> list[dict[str,
         if not isinstance(call, dict):
             raise invalid(at, "must be {\"id\", \"type\": \"function\", \"function\": {\"name\", \"arguments\"}}")
         for key in call:
-            if key not in ("id", "type", "function"):
+            # index: the openai SDKs keep it when they rebuild a streamed message
+            if key not in ("id", "type", "function", "index"):
                 raise invalid(f"{at}.{key}", "unknown field")
         if not isinstance(call.get("id"), str) or not call["id"]:
             raise invalid(f"{at}.id", "must be a non-empty string")
@@ -112,9 +114,9 @@ def parse_messages(value: object, settings: Settings) -> tuple[dict[str, Any], .
                 )
         message: dict[str, Any] = {"role": ROLES[role]}
         calls = item.get("tool_calls")
-        if "content" not in item:
+        content = item.get("content")
+        if "content" not in item and not (role == "assistant" and calls):
             raise invalid(f"{where}.content", "is required")
-        content = item["content"]
         if content is None and role == "assistant" and calls:
             text = ""
         else:

@@ -18,6 +18,7 @@ def test_a_tool_round_trip_reaches_the_model_in_openai_shape() -> None:
             {"role": "developer", "content": "be brief", "name": "ops"},
             {"role": "user", "content": [{"type": "text", "text": "weather?"}]},
             {"role": "assistant", "content": None, "tool_calls": [CALL], "refusal": None},
+            {"role": "assistant", "tool_calls": [{**CALL, "index": 0}]},
             {"role": "tool", "tool_call_id": "call_1", "content": [{"type": "text", "text": "sunny"}]},
         ],
         SETTINGS,
@@ -25,6 +26,7 @@ def test_a_tool_round_trip_reaches_the_model_in_openai_shape() -> None:
     assert messages == (
         {"role": "system", "content": "be brief"},
         {"role": "user", "content": "weather?"},
+        {"role": "assistant", "content": "", "tool_calls": [CALL]},
         {"role": "assistant", "content": "", "tool_calls": [CALL]},
         {"role": "tool", "content": "sunny", "tool_call_id": "call_1"},
     )
@@ -34,6 +36,7 @@ def test_a_tool_round_trip_reaches_the_model_in_openai_shape() -> None:
     ("message", "field", "code"),
     [
         ({"role": "assistant", "content": None}, "messages[0].content", "invalid_field"),
+        ({"role": "assistant"}, "messages[0].content", "invalid_field"),
         ({"role": "assistant", "content": "", "tool_calls": []}, "messages[0].tool_calls", "invalid_field"),
         ({"role": "assistant", "content": "", "tool_calls": [{**CALL, "type": "code"}]}, "messages[0].tool_calls[0].type", "invalid_field"),
         ({"role": "assistant", "content": "", "tool_calls": [{**CALL, "id": ""}]}, "messages[0].tool_calls[0].id", "invalid_field"),
