@@ -128,12 +128,12 @@ def test_open_webui_default_body_streams_an_answer(runtime: Runtime) -> None:
 
 @pytest.mark.parametrize("model", [NATIVE, OPENAI_SHAPED])
 def test_json_mode_whole_and_streamed(client: openai.OpenAI, runtime: Runtime, model: str) -> None:
-    schema = {"type": "json_schema", "json_schema": {"name": "answer", "schema": {"type": "object", "properties": {"answer": {"type": "string"}}}}}
-    whole = client.chat.completions.create(model=model, messages=ask("[[pace:0]] json please"), response_format=schema)  # type: ignore[arg-type]
+    schema: Any = {"type": "json_schema", "json_schema": {"name": "answer", "schema": {"type": "object", "properties": {"answer": {"type": "string"}}}}}
+    whole = client.chat.completions.create(model=model, messages=ask("[[pace:0]] json please"), response_format=schema)
     content = whole.choices[0].message.content
     assert content is not None and json.loads(content)["answer"].startswith("You said: json please.")
     assert runtime.last_call()["inputs"]["stream"] is False
-    chunks = list(client.chat.completions.create(model=model, messages=ask("[[pace:0]] json please"), response_format=schema, stream=True))  # type: ignore[arg-type]
+    chunks = list(client.chat.completions.create(model=model, messages=ask("[[pace:0]] json please"), response_format=schema, stream=True))
     assert runtime.last_call()["inputs"]["stream"] is False  # JSON mode does not stream upstream
     assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == content
     expected_format = schema if model == OPENAI_SHAPED else {"type": "json_schema", "json_schema": schema["json_schema"]["schema"]}
