@@ -28,6 +28,13 @@
 //   [[reasoning:FIELD]]  OpenAI-shaped reasoning in `reasoning_content`, `reasoning` or `both`
 //   [[usage:first]]      OpenAI shape: the real usage first, a zero-usage chunk last
 //   [[usage:cumulative]] OpenAI shape: cumulative usage on every chunk (qwen over REST)
+//   [[tool:NAME]]        with inputs.tools: call the tool NAME (repeat for parallel calls), its
+//                        arguments {<first parameter>: <the message without directives>};
+//                        reasoning models stream OpenAI-shaped delta.tool_calls (arguments in
+//                        pieces), others one native frame {"tool_calls":[{"name","arguments":{}}]}
+// A conversation whose last message is a `tool` result is answered with text quoting it.
+// inputs.response_format json_object / json_schema (JSON mode, never streamed): the answer is
+// a JSON object {"answer": <text>} (native models: as an object in `response`, as the service does).
 // Shapes follow the model id: ids in REASONING_MODELS stream OpenAI-shaped chunks with
 // reasoning (gpt-oss, kimi, glm, qwq); every other id the native frames, in the shape
 // Workers AI really sends: {"response","tool_calls":[],"p"} with empty first and last frames,
@@ -66,12 +73,19 @@ function directives(text) {
 }
 
 // The answer is a pure function of the conversation, so tests can predict every byte.
-export function answerTokens(messages, maxTokens) {
+export function answerTokens(messages, maxTokens, tools = undefined) {
   const lastUser = [...messages].reverse().find((m) => m.role === "user");
   const said = lastUser ? contentText(lastUser.content) : "";
   const opts = directives(said);
+  const last = messages[messages.length - 1];
+  const calls = last?.role === "user" ? toolCalls(said, tools) : [];
   let tokens;
-  if (opts.tokens !== undefined) {
+  if (calls.length) {
+    tokens = [];
+  } else if (last?.role === "tool") {
+    const text = `The tool ${last.tool_call_id ?? "?"} said: ${contentText(last.content)}.`;
+    tokens = text.match(/\s*\S+/g) ?? [];
+  } else if (opts.tokens !== undefined) {
     const n = Number(opts.tokens);
     tokens = Array.from({ length: n }, (_, i) => (i === 0 ? "" : " ") + FILLER[i % FILLER.length]);
   } else {
@@ -86,7 +100,30 @@ export function answerTokens(messages, maxTokens) {
   const thought = thinking.slice(0, budget);
   const said2 = tokens.slice(0, Math.max(0, budget - thought.length));
   const truncated = thought.length + said2.length < thinking.length + tokens.length;
-  return { tokens: said2, thinking: thought, truncated, opts };
+  return { tokens: said2, thinking: thought, truncated, opts, calls };
+}
+
+// [[tool:NAME]] directives naming tools that were given, in order: [{name, arguments}].
+function toolCalls(said, tools) {
+  if (!Array.isArray(tools) || !tools.length) return [];
+  const byName = new Map(tools.map((t) => [t?.function?.name ?? t?.name, t?.function ?? t]));
+  const clean = said.replace(/\[\[\w+:[\w.-]+\]\]/g, "").trim();
+  const calls = [];
+  for (const m of said.matchAll(/\[\[tool:([\w.-]+)\]\]/g)) {
+    const tool = byName.get(m[1]);
+    if (!tool) continue;
+    const key = Object.keys(tool.parameters?.properties ?? {})[0] ?? "input";
+    calls.push({ name: m[1], arguments: { [key]: clean } });
+  }
+  return calls;
+}
+
+// Arguments text in pieces of 6 characters, as models stream them.
+function argumentPieces(args) {
+  const text = JSON.stringify(args);
+  const pieces = [];
+  for (let at = 0; at < text.length; at += 6) pieces.push(text.slice(at, at + 6));
+  return pieces;
 }
 
 function contentText(content) {
@@ -146,7 +183,15 @@ export function frames(model, answer, usage, rand) {
       out.push({ raw: chunk({ content: t }, null, cumulative ? running() : undefined), token: true });
       if (opts.fault === "malformed" && i % 2 === 1) out.push({ raw: "data: {not json}\n\n", token: false });
     });
-    const finish = truncated ? "length" : "stop";
+    answer.calls.forEach((call, index) => {
+      const id = `call_local_${index}`;
+      out.push({ raw: chunk({ tool_calls: [{ index, id, type: "function", function: { name: call.name, arguments: "" } }], content: null }), token: true });
+      for (const piece of argumentPieces(call.arguments)) {
+        sent += 1;
+        out.push({ raw: chunk({ tool_calls: [{ index, function: { arguments: piece } }], content: null }), token: true });
+      }
+    });
+    const finish = truncated ? "length" : answer.calls.length ? "tool_calls" : "stop";
     if (opts.usage === "first") {
       out.push({ raw: chunk({}, finish, usage) });
       out.push({ raw: data({ response: "", usage: zero }) });
@@ -169,6 +214,8 @@ export function frames(model, answer, usage, rand) {
       out.push({ raw: native(t), token: true });
       if (opts.fault === "malformed" && i % 2 === 1) out.push({ raw: 'data: {"response": "bro\n\n', token: false });
     });
+    // Native tool calls come whole, in one frame.
+    if (answer.calls.length) out.push({ raw: data({ response: "", tool_calls: answer.calls, p: pad() }), token: true });
     out.push({ raw: native(""), token: false });
     out.push({ raw: native(undefined), token: false });
     out.push({ raw: data({ response: "", usage }) });
@@ -193,15 +240,22 @@ function chunksOf(list, opts) {
 }
 
 // The whole answer as the non-streamed result object, in the model's shape.
-function oneShot(model, answer, usage) {
+function oneShot(model, answer, usage, format) {
   const text = answer.tokens.join("");
   const reasoning = answer.thinking.join("");
+  const json = format?.type === "json_object" || format?.type === "json_schema";
   if (isReasoningModel(model)) {
+    const tool_calls = answer.calls.map((call, index) => ({ id: `call_local_${index}`, type: "function",
+      function: { name: call.name, arguments: JSON.stringify(call.arguments) } }));
+    const message = { role: "assistant", content: answer.calls.length ? null : json ? JSON.stringify({ answer: text }) : text,
+      reasoning_content: reasoning || null };
+    if (tool_calls.length) message.tool_calls = tool_calls;
     return { id: "chatcmpl-local", object: "chat.completion", created: 1767225600, model,
-      choices: [{ index: 0, message: { role: "assistant", content: text, reasoning_content: reasoning || null },
-        finish_reason: answer.truncated ? "length" : "stop" }], usage };
+      choices: [{ index: 0, message, finish_reason: answer.truncated ? "length" : tool_calls.length ? "tool_calls" : "stop" }], usage };
   }
-  return { response: reasoning ? `<think>${reasoning}</think>${text}` : text, tool_calls: [], usage };
+  // Native JSON mode answers with the object itself in `response`.
+  const response = json ? { answer: text } : reasoning ? `<think>${reasoning}</think>${text}` : text;
+  return { response, tool_calls: answer.calls, usage };
 }
 
 function sendJson(res, status, value, headers = {}) {
@@ -244,7 +298,7 @@ export function startModel({ port = 0, paceMs = 40 } = {}) {
       return sendJson(res, 400, { internalCode: 5006, description: "Error: request body is not a JSON object", name: "InferenceUpstreamError" });
     }
     const messages = Array.isArray(inputs.messages) ? inputs.messages : [];
-    const answer = answerTokens(messages, inputs.max_tokens);
+    const answer = answerTokens(messages, inputs.max_tokens, inputs.tools);
     const { opts } = answer;
     const code = opts.fault === "throw" ? 5000 : opts.error !== undefined ? Number(opts.error) : null;
     if (code !== null) {
@@ -254,7 +308,7 @@ export function startModel({ port = 0, paceMs = 40 } = {}) {
       return sendJson(res, status, { internalCode: code, description, name }, { "cf-ai-req-id": reqId });
     }
     const pt = promptTokens(messages);
-    const completion = answer.tokens.length + answer.thinking.length;
+    const completion = answer.tokens.length + answer.thinking.length + answer.calls.reduce((n, c) => n + argumentPieces(c.arguments).length, 0);
     const usage = { prompt_tokens: pt, completion_tokens: completion, total_tokens: pt + completion };
     if (!inputs.stream || opts.fault === "nostream") {
       // A whole answer takes as long as its tokens would have: a caller can leave meanwhile.
@@ -263,7 +317,7 @@ export function startModel({ port = 0, paceMs = 40 } = {}) {
       if (pace > 0) await sleep(pace * (answer.tokens.length + answer.thinking.length));
       if (res.destroyed) return;
       call.finishedAt = now();
-      return sendJson(res, 200, oneShot(model, answer, usage), { "cf-ai-req-id": reqId });
+      return sendJson(res, 200, oneShot(model, answer, usage, inputs.response_format), { "cf-ai-req-id": reqId });
     }
     const seed = [...JSON.stringify(messages)].reduce((h, c) => (Math.imul(h, 31) + c.charCodeAt(0)) | 0, 7);
     const chunks = chunksOf(frames(model, answer, usage, mulberry32(seed)), opts);

@@ -6,7 +6,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
@@ -121,21 +121,40 @@ class Route:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Api:
-    """One API's routes, and the error shape of any other path under its prefix."""
+    """One API's routes, and the error shape of any other path under its prefix.
+
+    ``prefix_routes`` serve every path that starts with their key (``/v1/models/`` + an id
+    that has slashes of its own); the handler reads the rest of the path.
+    """
 
     prefix: str
     routes: Mapping[str, Route]
     render_error: ErrorRenderer
+    prefix_routes: Mapping[str, Route] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RouteTable:
     routes: Mapping[str, Route]
     apis: tuple[Api, ...]
+    prefix_routes: tuple[tuple[str, Route], ...] = ()
 
     @classmethod
     def of(cls, *apis: Api) -> RouteTable:
-        return cls(routes={path: route for api in apis for path, route in api.routes.items()}, apis=apis)
+        return cls(
+            routes={path: route for api in apis for path, route in api.routes.items()},
+            apis=apis,
+            prefix_routes=tuple(item for api in apis for item in api.prefix_routes.items()),
+        )
+
+    def find(self, path: str) -> Route | None:
+        """An exact route first; then the first prefix route whose prefix leaves something."""
+        route = self.routes.get(path)
+        if route is None:
+            for prefix, candidate in self.prefix_routes:
+                if path.startswith(prefix) and len(path) > len(prefix):
+                    return candidate
+        return route
 
     def not_found(self, path: str) -> WebResponse:
         render = next((api.render_error for api in self.apis if path.startswith(api.prefix)), app_error)
@@ -191,7 +210,7 @@ async def handle(
 async def _answer(
     request: WebRequest, env: Lookup, model: ChatModel, table: RouteTable, limiter: Limiter | None
 ) -> WebResponse:
-    route = table.routes.get(request.path)
+    route = table.find(request.path)
     if route is None:
         return table.not_found(request.path)
     if config.chat_disabled(env):

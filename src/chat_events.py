@@ -13,7 +13,7 @@ import json
 
 from relay import Failed, Finished
 from sse import PING, event
-from upstream import TEXT, Part
+from upstream import TEXT, Part, ToolCall
 
 DONE = event("done", "{}")
 _dumps = json.JSONEncoder(separators=(",", ":")).encode
@@ -53,6 +53,9 @@ class ChatEncoder:
                 out.append(_THINKING % (self._thinking, _string(text)))
                 self._thinking += 1
         return "".join(out).encode()
+
+    def tool_calls(self, calls: list[ToolCall]) -> bytes:
+        return b""  # tools are not part of this protocol (the OpenAI endpoint relays them)
 
     def ping(self) -> bytes:
         return PING

@@ -1,9 +1,9 @@
-"""OpenAI Chat Completions over the same relay: request parsing, chunk and error shapes.
+"""OpenAI Chat Completions over the same relay: the request, chunk and error shapes.
 
-Supported: model, messages (system/developer/user/assistant; string or text-part content),
-stream, stream_options.include_usage, max_tokens / max_completion_tokens, temperature,
-reasoning_effort, n (only 1). Ignored: user. Anything else is refused with 400 unsupported_parameter, so
-nothing reaches env.AI.run unchecked.
+What each parameter does is in openai_params.PARAMS (the README's table is made from it);
+the conversation and its tools are checked in openai_messages. Nothing reaches env.AI.run
+unchecked. Tool calls come back as OpenAI sends them: streamed as ``delta.tool_calls``
+pieces (id, type and name first, then the arguments), whole in ``message.tool_calls``.
 """
 
 from __future__ import annotations
@@ -13,102 +13,118 @@ import os
 import time
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import unquote
 
+import openai_params
 from app import Api, Context, Route, new_relay, open_upstream, parse_body
-from chat_request import (
-    ChatRequest,
-    parse_max_tokens,
-    parse_messages,
-    parse_model,
-    parse_reasoning_effort,
-    parse_temperature,
-)
+from chat_request import parse_max_tokens, parse_model, parse_reasoning_effort
 from errors import ApiError, clip, invalid
+from openai_messages import parse_messages, parse_tool_choice, parse_tools
 from relay import Failed, Finished, OneShot, drive, relay_whole
-from upstream import TEXT, Part
+from upstream import TEXT, Part, ToolCall
 from web import SSE_HEADERS, Relayed, WebResponse, json_response
 
-SUPPORTED = (
-    "model", "messages", "stream", "stream_options", "max_tokens", "max_completion_tokens",
-    "temperature", "reasoning_effort", "n",
-)
-IGNORED = ("user",)
-ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant"}
-
 ERROR_TYPES = {403: "permission_error", 404: "not_found_error", 429: "rate_limit_error"}
+# OpenAI's own 404 for a model id is an invalid request, not a missing route.
+ERROR_TYPES_BY_CODE = {"model_not_found": "invalid_request_error"}
+
+# Read by the endpoint below rather than passed as they come.
+_OWN_INPUTS = ("max_tokens", "max_completion_tokens", "tools", "tool_choice", "reasoning_effort", "response_format")
 
 
 def openai_error(error: ApiError) -> WebResponse:
-    kind = ERROR_TYPES.get(error.status, "server_error" if error.status >= 500 else "invalid_request_error")
+    kind = ERROR_TYPES_BY_CODE.get(error.code) or ERROR_TYPES.get(
+        error.status, "server_error" if error.status >= 500 else "invalid_request_error"
+    )
     body = {"error": {"message": error.message, "type": kind, "param": error.param, "code": error.code}}
     return json_response(error.status, body, error.headers)
 
 
-def content_text(field: str, content: object) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = []
-        for i, part in enumerate(content):
-            if not (isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str)):
-                raise invalid(f"{field}[{i}]", "only text parts ({\"type\": \"text\", \"text\": ...}) are supported")
-            parts.append(part["text"])
-        return "".join(parts)
-    raise invalid(field, "must be a string or an array of text parts")
-
-
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CompletionRequest:
-    chat: ChatRequest
+    """``options``: the passed parameters, as sent; ``json_mode``: asked for JSON output,
+    which Workers AI does not stream, so the model is asked for the whole answer."""
+
+    model: str
+    messages: tuple[dict[str, Any], ...]
+    max_tokens: int
+    options: tuple[tuple[str, Any], ...]
     stream: bool
     include_usage: bool
+    json_mode: bool = False
+
+    def ai_inputs(self) -> dict[str, Any]:
+        inputs: dict[str, Any] = {
+            "messages": [dict(m) for m in self.messages],
+            "stream": self.stream and not self.json_mode,
+            "max_tokens": self.max_tokens,
+        }
+        inputs.update(self.options)
+        return inputs
+
+
+def _stream_options(body: dict[str, Any], stream: bool) -> bool:
+    options = body.get("stream_options")
+    if options is None:
+        return False
+    if not stream:
+        raise invalid("stream_options", "is only allowed when stream is true")
+    if not isinstance(options, dict):
+        raise invalid("stream_options", "must be an object")
+    for key, value in options.items():
+        if key not in ("include_usage", "include_obfuscation"):
+            raise invalid(f"stream_options.{key}", "unknown field; supported: include_usage, include_obfuscation")
+        if value is not None and not isinstance(value, bool):
+            raise invalid(f"stream_options.{key}", "must be a boolean")
+    return options.get("include_usage") is True
 
 
 def parse_completion(body: dict[str, Any], ctx: Context) -> CompletionRequest:
-    for key in body:
-        if key not in SUPPORTED and key not in IGNORED:
-            raise ApiError(
-                400,
-                "unsupported_parameter",
-                f"{clip(key)}: not supported by this service; supported: {', '.join(SUPPORTED)}",
-                param=clip(key),
-            )
+    model = parse_model(body.get("model"), ctx.settings)
+    options: dict[str, Any] = {}
+    for key, value in body.items():
+        sent = openai_params.read(key, value, model)
+        if sent is not None and key not in _OWN_INPUTS:
+            options[key] = sent
     stream = body.get("stream", False)
     if stream is None:
         stream = False
     if not isinstance(stream, bool):
         raise invalid("stream", "must be a boolean")
-    include_usage = False
-    options = body.get("stream_options")
-    if options is not None:
-        if not stream:
-            raise invalid("stream_options", "is only allowed when stream is true")
-        if not isinstance(options, dict) or any(k != "include_usage" for k in options):
-            raise invalid("stream_options", "only {\"include_usage\": bool} is supported")
-        include_usage = options.get("include_usage", False)
-        if not isinstance(include_usage, bool):
-            raise invalid("stream_options.include_usage", "must be a boolean")
-    n = body.get("n")
-    if n is not None and (n != 1 or isinstance(n, bool)):
-        raise invalid("n", "only n = 1 is supported")
+    include_usage = _stream_options(body, stream)
     if body.get("max_completion_tokens") is not None:
         max_tokens = parse_max_tokens("max_completion_tokens", body["max_completion_tokens"], ctx.settings)
     else:
         max_tokens = parse_max_tokens("max_tokens", body.get("max_tokens"), ctx.settings)
-    chat = ChatRequest(
-        messages=parse_messages(
-            body.get("messages"),
-            ctx.settings,
-            roles=ROLES,
-            content_of=content_text,
-            message_fields=("role", "content", "name"),
-        ),
-        model=parse_model(body.get("model"), ctx.settings),
+    effort = parse_reasoning_effort(body.get("reasoning_effort"))
+    if effort is not None:
+        options["reasoning_effort"] = effort
+    tools = parse_tools(body.get("tools"))
+    choice = parse_tool_choice(body.get("tool_choice"), tools)
+    if tools and choice != "none":
+        options["tools"] = list(tools)
+        if choice is not None:
+            options["tool_choice"] = choice
+    response_format = body.get("response_format")
+    json_mode = openai_params.is_json_mode(response_format)
+    if json_mode:
+        assert isinstance(response_format, dict)
+        openai_inputs = openai_params.takes_openai_inputs(model)
+        options["response_format"] = response_format if openai_inputs else openai_params.native_response_format(response_format)
+    return CompletionRequest(
+        model=model,
+        messages=parse_messages(body.get("messages"), ctx.settings),
         max_tokens=max_tokens,
-        temperature=parse_temperature(body.get("temperature")),
-        reasoning_effort=parse_reasoning_effort(body.get("reasoning_effort")),
+        options=tuple(options.items()),
+        stream=stream,
+        include_usage=include_usage,
+        json_mode=json_mode,
     )
-    return CompletionRequest(chat=chat, stream=stream, include_usage=include_usage)
+
+
+def call_id(completion_id: str, index: int) -> str:
+    """The id of a tool call the model sent without one (native calls have none)."""
+    return "call_%s_%d" % (completion_id.removeprefix("chatcmpl-"), index)
 
 
 _dumps = json.JSONEncoder(separators=(",", ":")).encode
@@ -122,9 +138,11 @@ class CompletionEncoder:
     use, in stream order with delta.content.
     """
 
-    __slots__ = ("_head", "_tail", "_include_usage")
+    __slots__ = ("_head", "_tail", "_include_usage", "_id", "_calls")
 
     def __init__(self, *, id: str, created: int, model: str, include_usage: bool) -> None:
+        self._id = id
+        self._calls = 0  # tool calls started; the decoder numbers them 0, 1, ... in order
         self._head = '{"id":"%s","object":"chat.completion.chunk","created":%d,"model":%s,"choices":' % (id, created, _string(model))
         self._tail = ',"usage":null}' if include_usage else "}"
         self._include_usage = include_usage
@@ -142,6 +160,26 @@ class CompletionEncoder:
                 for kind, t in parts
             ]
         ).encode()
+
+    def tool_calls(self, calls: list[ToolCall]) -> bytes:
+        """As OpenAI streams them: a call's first chunk has its index, id, type and name, with
+        empty arguments; the arguments follow in pieces, each chunk naming the index."""
+        out = []
+        delta = '{"tool_calls":[{"index":%d,"function":%s}]}'
+        for call in calls:
+            if call.index >= self._calls:
+                self._calls = call.index + 1
+                head = '{"tool_calls":[{"index":%d,"id":%s,"type":"function","function":{"name":%s,"arguments":""}}]}' % (
+                    call.index, _string(call.id or call_id(self._id, call.index)), _string(call.name or ""))
+                out.append(self._choice(head))
+                function = '{"arguments":%s}' % _string(call.arguments) if call.arguments else None
+            elif call.name:
+                function = '{"name":%s,"arguments":%s}' % (_string(call.name), _string(call.arguments))
+            else:
+                function = '{"arguments":%s}' % _string(call.arguments)
+            if function is not None:
+                out.append(self._choice(delta % (call.index, function)))
+        return "".join(out).encode()
 
     def ping(self) -> bytes:
         return b": ping\n\n"
@@ -161,9 +199,11 @@ class CompletionEncoder:
 class Collector:
     """An encoder for the non-streamed answer: keeps the text, the reasoning and the ending."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, id: str = "chatcmpl-") -> None:
+        self._id = id
         self.text: list[str] = []
         self.reasoning: list[str] = []
+        self.calls: list[dict[str, Any]] = []
         self.finish: Finished | None = None
         self.failure: Failed | None = None
 
@@ -175,11 +215,29 @@ class Collector:
             (self.text if kind == TEXT else self.reasoning).append(t)
         return b""
 
-    def message(self) -> dict[str, str]:
-        """The assistant message; reasoning_content only when the model reasoned."""
-        message = {"role": "assistant", "content": "".join(self.text)}
+    def tool_calls(self, calls: list[ToolCall]) -> bytes:
+        for call in calls:
+            if call.index >= len(self.calls):
+                self.calls.append({"id": call.id or call_id(self._id, call.index), "name": call.name or "", "arguments": []})
+            whole = self.calls[call.index]
+            if call.name and not whole["name"]:
+                whole["name"] = call.name
+            whole["arguments"].append(call.arguments)
+        return b""
+
+    def message(self) -> dict[str, Any]:
+        """The assistant message; reasoning_content only when the model reasoned, tool_calls
+        only when it called tools (content is then null if it wrote nothing)."""
+        text = "".join(self.text)
+        message: dict[str, Any] = {"role": "assistant", "content": text}
         if self.reasoning:
             message["reasoning_content"] = "".join(self.reasoning)
+        if self.calls:
+            message["content"] = text or None
+            message["tool_calls"] = [
+                {"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": "".join(c["arguments"])}}
+                for c in self.calls
+            ]
         return message
 
     def ping(self) -> bytes:
@@ -196,18 +254,16 @@ class Collector:
 
 async def completions(ctx: Context) -> WebResponse:
     request = parse_completion(await parse_body(ctx), ctx)
-    chat = request.chat
-    inputs = chat.ai_inputs()
-    # Not streamed to the client: ask for the whole answer, one JSON result, no stream to read.
-    inputs["stream"] = request.stream
-    source = await open_upstream(ctx, chat.model, inputs)
+    # Not streamed to the client (or JSON mode): the whole answer, one JSON result.
+    source = await open_upstream(ctx, request.model, request.ai_inputs())
     id, created = "chatcmpl-" + os.urandom(12).hex(), int(time.time())
     if request.stream:
-        encoder = CompletionEncoder(id=id, created=created, model=chat.model, include_usage=request.include_usage)
-        relay = new_relay(ctx, encoder, chat.max_tokens, chat.model)
+        # A one-shot result (JSON mode) goes out as the same chunks: the shell runs relay_whole.
+        encoder = CompletionEncoder(id=id, created=created, model=request.model, include_usage=request.include_usage)
+        relay = new_relay(ctx, encoder, request.max_tokens, request.model)
         return WebResponse(status=200, headers=SSE_HEADERS, body=Relayed(source=source, relay=relay))
-    collector = Collector()
-    relay = new_relay(ctx, collector, chat.max_tokens, chat.model)
+    collector = Collector(id=id)
+    relay = new_relay(ctx, collector, request.max_tokens, request.model)
     if isinstance(source, OneShot):
         relay_whole(relay, source)
     else:  # a model that streams although asked not to
@@ -222,7 +278,7 @@ async def completions(ctx: Context) -> WebResponse:
         "id": id,
         "object": "chat.completion",
         "created": created,
-        "model": chat.model,
+        "model": request.model,
         "choices": [
             {
                 "index": 0,
@@ -236,9 +292,23 @@ async def completions(ctx: Context) -> WebResponse:
     return json_response(200, completion)
 
 
+def model_object(model: str) -> dict[str, Any]:
+    return {"id": model, "object": "model", "created": 0, "owned_by": "cloudflare"}
+
+
 async def models(ctx: Context) -> WebResponse:
-    data = [{"id": m, "object": "model", "created": 0, "owned_by": "cloudflare"} for m in ctx.settings.models]
-    return json_response(200, {"object": "list", "data": data})
+    return json_response(200, {"object": "list", "data": [model_object(m) for m in ctx.settings.models]})
+
+
+MODEL_PREFIX = "/v1/models/"
+
+
+async def model(ctx: Context) -> WebResponse:
+    """GET /v1/models/{id}: ids have slashes (@cf/meta/...), and clients may percent-encode them."""
+    wanted = unquote(ctx.request.path[len(MODEL_PREFIX):])
+    if wanted not in ctx.settings.models:
+        raise ApiError(404, "model_not_found", f"The model {wanted!r} does not exist; GET /v1/models lists the models.", param="model")
+    return json_response(200, model_object(wanted))
 
 
 OPENAI_API = Api(
@@ -247,5 +317,6 @@ OPENAI_API = Api(
         "/v1/chat/completions": Route(methods={"POST": completions}, render_error=openai_error, metered=True),
         "/v1/models": Route(methods={"GET": models}, render_error=openai_error),
     },
+    prefix_routes={MODEL_PREFIX: Route(methods={"GET": model}, render_error=openai_error)},
     render_error=openai_error,
 )

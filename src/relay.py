@@ -18,7 +18,7 @@ from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from typing import Protocol
 
-from upstream import Part, UpstreamDecoder
+from upstream import Part, ToolCall, UpstreamDecoder
 
 log = logging.getLogger("relay")
 
@@ -47,7 +47,8 @@ Upstream = ByteSource | OneShot
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Finished:
-    """stop_reason is one of stop, length, tool_calls, content_filter (see upstream).
+    """stop_reason is one of stop, length, tool_calls, content_filter (see upstream);
+    tool_calls whenever the model called a tool and was not cut short.
 
     while_thinking: the budget ran out (length) before any answer text, while the model was
     still reasoning; the page says so instead of showing an empty answer.
@@ -69,6 +70,10 @@ class Encoder(Protocol):
 
     def parts(self, parts: list[Part]) -> bytes:
         """Text and reasoning parts, (TEXT | THINKING, str), in stream order."""
+        ...
+
+    def tool_calls(self, calls: list[ToolCall]) -> bytes:
+        """Pieces of the model's tool calls (see upstream.ToolCall); an encoder may drop them."""
         ...
 
     def ping(self) -> bytes: ...
@@ -128,6 +133,8 @@ class Relay:
         self._got_data = True
         decoded = self._decoder.feed(chunk)
         out = self._encoder.parts(decoded.parts) if decoded.parts else b""
+        if decoded.tool_calls:
+            out += self._encoder.tool_calls(decoded.tool_calls)
         if decoded.done:
             out += self._finish()
         if out:
@@ -140,6 +147,8 @@ class Relay:
             return b""
         decoded = self._decoder.flush()
         out = self._encoder.parts(decoded.parts) if decoded.parts else b""
+        if decoded.tool_calls:
+            out += self._encoder.tool_calls(decoded.tool_calls)
         if self._decoder.done:
             return out + self._finish()
         log.warning("upstream ended without [DONE]")
@@ -199,6 +208,10 @@ class Relay:
             completion = (decoder.usage or {}).get("completion_tokens")
             limit = self._max_tokens
             reason = "length" if limit and completion and completion >= limit else "stop"
+        if reason == "stop" and decoder.tool_calls_seen:
+            # Native frames carry no finish reason, and some models say "stop" after calls:
+            # clients run the tools only on "tool_calls".
+            reason = "tool_calls"
         if decoder.unknown_finish_reason is not None:
             log.warning("unknown finish_reason %r reported as %r", decoder.unknown_finish_reason, reason)
         while_thinking = reason == "length" and decoder.thinking_seen and not decoder.text_seen

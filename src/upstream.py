@@ -11,6 +11,12 @@ What comes out is an ordered list of parts, ``(TEXT, s)`` or ``(THINKING, s)``: 
 arrives in ``delta.reasoning_content`` and/or ``delta.reasoning`` (Kimi sends both with the
 same text: it is relayed once), or inline as <think>...</think> (see think_tags).
 
+Tool calls come out apart from the parts, as ToolCall pieces numbered from 0 in order of
+appearance, in either upstream form: OpenAI-shaped ``delta.tool_calls`` (incremental by
+``index``: id and name first, arguments in pieces; ``message.tool_calls`` when not streamed),
+or the native top-level ``"tool_calls": [{"name", "arguments": {...}}]``, each call whole.
+A native JSON-mode answer has an object as its ``response``: it is relayed as JSON text.
+
 Usage: the latest non-zero counts win. Counts are cumulative (qwen over REST repeats them
 on every chunk), so they are never summed, and the all-zero usage some paths send before or
 after the real one never overwrites it.
@@ -25,7 +31,7 @@ from dataclasses import dataclass, field
 
 from think_tags import TEXT, THINKING, Part, ThinkTags
 
-__all__ = ["TEXT", "THINKING", "Part", "Decoded", "UpstreamDecoder", "finish_reason"]
+__all__ = ["TEXT", "THINKING", "Part", "ToolCall", "Decoded", "UpstreamDecoder", "finish_reason"]
 
 USAGE_KEYS = ("prompt_tokens", "completion_tokens", "total_tokens")
 
@@ -58,12 +64,29 @@ def finish_reason(raw: str) -> str:
     return FINISH_REASONS.get(raw, "stop")
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolCall:
+    """A piece of tool call number ``index``: its first piece has the name (and the id, when
+    the model gave one); ``arguments`` is the next piece of the JSON arguments text."""
+
+    index: int
+    id: str | None = None
+    name: str | None = None
+    arguments: str = ""
+
+
 @dataclass(slots=True)
 class Decoded:
-    """What one feed() produced: text and reasoning parts in stream order, and [DONE]."""
+    """What one feed() produced: text and reasoning parts in stream order, tool-call pieces
+    (None when there are none, the common case: no list is made per token), and [DONE]."""
 
     parts: list[Part] = field(default_factory=list)
     done: bool = False
+    tool_calls: list[ToolCall] | None = None
+
+
+def _json_text(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 class UpstreamDecoder:
@@ -83,6 +106,10 @@ class UpstreamDecoder:
         self.unknown_finish_reason: str | None = None
         self.text_seen = False
         self.thinking_seen = False
+        self.tool_calls_seen = False
+        self._calls: dict[object, int] = {}  # upstream key (index, or id) -> our index
+        self._last_call: object = None
+        self._openai_calls = False
 
     def feed(self, chunk: bytes) -> Decoded:
         text = self._utf8.decode(chunk)
@@ -240,6 +267,9 @@ class UpstreamDecoder:
             if not isinstance(delta, dict):
                 delta = choice.get("message")
             if isinstance(delta, dict):
+                calls = delta.get("tool_calls")
+                if isinstance(calls, list) and calls:
+                    self._openai_tool_calls(calls, whole=delta is choice.get("message"), out=out)
                 thought = delta.get("reasoning_content")
                 if isinstance(thought, str) and thought:
                     self._emit(THINKING, thought, out)
@@ -248,11 +278,18 @@ class UpstreamDecoder:
                     self._emit(THINKING, other, out)
                 text = delta.get("content")
             reason = choice.get("finish_reason")
+        else:
+            calls = frame.get("tool_calls")
+            # A trailing native frame after OpenAI-shaped chunks must not double their calls.
+            if isinstance(calls, list) and calls and not self._openai_calls:
+                self._native_tool_calls(calls, out)
         if isinstance(text, str):
             if text:
                 self._content(text, out)
         elif isinstance(text, (int, float)) and not isinstance(text, bool):
             self._content(json.dumps(text), out)
+        elif isinstance(text, (dict, list)):
+            self._content(_json_text(text), out)
         if isinstance(reason, str) and reason:
             self.finish_reason = finish_reason(reason)
             if reason not in FINISH_REASONS:
@@ -266,3 +303,59 @@ class UpstreamDecoder:
             }
             if clean and (self.usage is None or any(clean.values())):
                 self.usage = clean
+
+    def _call(self, key: object, out: Decoded, *, id: str | None, name: str | None, arguments: str) -> None:
+        """One piece of the call known upstream as ``key``; a key not seen before starts a call."""
+        index = self._calls.get(key)
+        first = index is None
+        if index is None:
+            index = self._calls[key] = len(self._calls)
+        self._last_call = key
+        self.tool_calls_seen = True
+        if out.tool_calls is None:
+            out.tool_calls = []
+        if first:
+            out.tool_calls.append(ToolCall(index=index, id=id, name=name, arguments=arguments))
+        elif arguments or name:
+            out.tool_calls.append(ToolCall(index=index, name=name, arguments=arguments))
+
+    def _openai_tool_calls(self, calls: list[object], *, whole: bool, out: Decoded) -> None:
+        """``whole``: a non-streamed message, each item a complete call."""
+        self._openai_calls = True
+        for position, item in enumerate(calls):
+            if not isinstance(item, dict):
+                self.malformed += 1
+                continue
+            function = item.get("function")
+            function = function if isinstance(function, dict) else {}
+            index, id = item.get("index"), item.get("id")
+            if isinstance(index, int) and not isinstance(index, bool):
+                key: object = ("index", index)
+            elif isinstance(id, str) and id:
+                key = ("id", id)
+            else:
+                key = ("index", position) if whole or self._last_call is None else self._last_call
+            self._call(key, out, id=id if isinstance(id, str) and id else None,
+                       name=_str(function.get("name")), arguments=_arguments(function.get("arguments")))
+
+    def _native_tool_calls(self, calls: list[object], out: Decoded) -> None:
+        for item in calls:
+            if not isinstance(item, dict):
+                self.malformed += 1
+                continue
+            function = item.get("function")
+            source = function if isinstance(function, dict) else item
+            id = item.get("id")
+            self._call(("native", len(self._calls)), out, id=id if isinstance(id, str) and id else None,
+                       name=_str(source.get("name")), arguments=_arguments(source.get("arguments")))
+
+
+def _str(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _arguments(value: object) -> str:
+    """Arguments as OpenAI sends them, JSON text; native models send the object itself."""
+    if value is None:
+        return ""
+    return value if isinstance(value, str) else _json_text(value)

@@ -77,7 +77,7 @@ def test_parse_supported_fields() -> None:
         CTX,
     )
     assert request.stream and request.include_usage
-    assert request.chat.ai_inputs() == {
+    assert request.ai_inputs() == {
         "messages": [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"}],
         "stream": True,
         "max_tokens": 9,
@@ -89,16 +89,20 @@ def test_parse_supported_fields() -> None:
 @pytest.mark.parametrize(
     ("body", "code", "param"),
     [
-        ({"messages": USER, "top_p": 1}, "unsupported_parameter", "top_p"),
-        ({"messages": USER, "tools": []}, "unsupported_parameter", "tools"),
+        ({"messages": USER, "top_p": 2}, "invalid_field", "top_p"),
+        ({"messages": USER, "logprobs": True}, "unsupported_parameter", "logprobs"),
+        ({"messages": USER, "functions": [{"name": "f"}]}, "unsupported_parameter", "functions"),
+        ({"messages": USER, "best_of": 2}, "unsupported_parameter", "best_of"),
         ({"messages": USER, "stream": "yes"}, "invalid_field", "stream"),
         ({"messages": USER, "stream_options": {"include_usage": True}}, "invalid_field", "stream_options"),
-        ({"messages": USER, "stream": True, "stream_options": {"other": 1}}, "invalid_field", "stream_options"),
-        ({"messages": USER, "n": 2}, "invalid_field", "n"),
+        ({"messages": USER, "stream": True, "stream_options": {"other": 1}}, "invalid_field", "stream_options.other"),
+        ({"messages": USER, "n": 2}, "unsupported_parameter", "n"),
+        ({"messages": USER, "n": "1"}, "invalid_field", "n"),
         ({"messages": USER, "reasoning_effort": "minimal"}, "invalid_field", "reasoning_effort"),
         ({"messages": USER, "max_completion_tokens": 0}, "invalid_field", "max_completion_tokens"),
         ({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {}}]}]}, "invalid_field", "messages[0].content[0]"),
-        ({"messages": [{"role": "tool", "content": "x"}]}, "invalid_field", "messages[0].role"),
+        ({"messages": [{"role": "tool", "content": "x"}]}, "invalid_field", "messages[0].tool_call_id"),
+        ({"messages": [{"role": "function", "content": "x"}]}, "invalid_field", "messages[0].role"),
         ({"messages": USER, "model": "gpt-4o"}, "unknown_model", "model"),
     ],
 )
@@ -117,3 +121,156 @@ def test_error_shape(status: int, kind: str) -> None:
     assert response.status == status
     assert isinstance(response.body, bytes)
     assert json.loads(response.body) == {"error": {"message": "m", "type": kind, "param": "p", "code": "c"}}
+
+
+# Tool calls, from both upstream forms, through the relay at every split point.
+from relay import OneShot, Relay, Timing, relay_whole  # noqa: E402
+from upstream import ToolCall  # noqa: E402
+
+TIMING = Timing(ping_after=100.0, give_up_after=100.0)
+HEAD = b'data: {"id":"chatcmpl-abc","object":"chat.completion.chunk","created":7,"model":"m1","choices":[{"index":0,"delta":'
+
+
+def chunk(delta: str, finish: str = "null") -> bytes:
+    return HEAD + delta.encode() + b',"finish_reason":' + finish.encode() + b"}]}\n\n"
+
+
+def frame(value: object) -> bytes:
+    return b"data: " + json.dumps(value).encode() + b"\n\n"
+
+
+def delta_chunk(delta: dict[str, object], finish: str | None = None) -> bytes:
+    return frame({"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}], "p": "pad"})
+
+
+USAGE = {"prompt_tokens": 5, "completion_tokens": 4, "total_tokens": 9}
+OPENAI_TOOL_STREAM = (
+    delta_chunk({"role": "assistant", "content": ""})
+    + delta_chunk({"content": "Checking."})
+    + delta_chunk({"tool_calls": [{"index": 0, "id": "call_a", "type": "function", "function": {"name": "get_weather", "arguments": ""}}], "content": None})
+    + delta_chunk({"tool_calls": [{"index": 0, "function": {"arguments": '{"ci'}}]})
+    + delta_chunk({"tool_calls": [{"index": 0, "function": {"arguments": 'ty":"Pä"}'}}]})
+    + delta_chunk({"tool_calls": [{"index": 1, "id": "call_b", "type": "function", "function": {"name": "now", "arguments": "{}"}}]})
+    + delta_chunk({}, "tool_calls")
+    + frame({"response": "", "tool_calls": [], "usage": USAGE})
+    + b"data: [DONE]\n\n"
+)
+OPENAI_TOOL_CHUNKS = (
+    chunk('{"role":"assistant","content":""}')
+    + chunk('{"content":"Checking."}')
+    + chunk('{"tool_calls":[{"index":0,"id":"call_a","type":"function","function":{"name":"get_weather","arguments":""}}]}')
+    + chunk('{"tool_calls":[{"index":0,"function":{"arguments":"{\\"ci"}}]}')
+    + chunk('{"tool_calls":[{"index":0,"function":{"arguments":"ty\\":\\"P\\u00e4\\"}"}}]}')
+    + chunk('{"tool_calls":[{"index":1,"id":"call_b","type":"function","function":{"name":"now","arguments":""}}]}')
+    + chunk('{"tool_calls":[{"index":1,"function":{"arguments":"{}"}}]}')
+    + chunk("{}", '"tool_calls"')
+    + b"data: [DONE]\n\n"
+)
+# Native: Workers AI sends each call whole, arguments as an object, and no finish reason.
+NATIVE_TOOL_STREAM = (
+    b'data: {"response":"","tool_calls":[],"p":"x"}\n\n'
+    + frame({"response": "", "tool_calls": [{"name": "get_weather", "arguments": {"city": "Pä"}}], "p": "xy"})
+    + b'data: {"tool_calls":[],"p":"x"}\n\n'
+    + frame({"response": "", "usage": USAGE})
+    + b"data: [DONE]\n\n"
+)
+NATIVE_TOOL_CHUNKS = (
+    chunk('{"role":"assistant","content":""}')
+    + chunk('{"tool_calls":[{"index":0,"id":"call_abc_0","type":"function","function":{"name":"get_weather","arguments":""}}]}')
+    + chunk('{"tool_calls":[{"index":0,"function":{"arguments":"{\\"city\\":\\"P\\u00e4\\"}"}}]}')
+    + chunk("{}", '"tool_calls"')
+    + b"data: [DONE]\n\n"
+)
+
+
+def relayed(pieces: list[bytes]) -> bytes:
+    relay = Relay(CompletionEncoder(id="chatcmpl-abc", created=7, model="m1", include_usage=False), TIMING, now=0.0)
+    out = relay.start()
+    for piece in pieces:
+        out += relay.feed(piece)
+    return out + relay.end()
+
+
+@pytest.mark.parametrize(("upstream", "expected"), [(OPENAI_TOOL_STREAM, OPENAI_TOOL_CHUNKS), (NATIVE_TOOL_STREAM, NATIVE_TOOL_CHUNKS)], ids=["openai", "native"])
+def test_tool_calls_stream_as_openai_does_at_every_split(upstream: bytes, expected: bytes) -> None:
+    assert relayed([upstream]) == expected
+    for at in range(1, len(upstream)):
+        got = relayed([upstream[:at], upstream[at:]])
+        assert got == expected, f"split at {at}: {upstream[:at][-40:]!r} | {upstream[at:][:40]!r}"
+
+
+def collected(upstream: bytes) -> dict[str, Any]:
+    collector = Collector(id="chatcmpl-abc")
+    relay = Relay(collector, TIMING, now=0.0)
+    relay.start()
+    relay.feed(upstream)
+    relay.end()
+    assert collector.finish is not None and collector.finish.stop_reason == "tool_calls"
+    return collector.message()
+
+
+def test_collected_tool_calls_make_message_tool_calls() -> None:
+    assert collected(OPENAI_TOOL_STREAM) == {
+        "role": "assistant",
+        "content": "Checking.",
+        "tool_calls": [
+            {"id": "call_a", "type": "function", "function": {"name": "get_weather", "arguments": '{"city":"Pä"}'}},
+            {"id": "call_b", "type": "function", "function": {"name": "now", "arguments": "{}"}},
+        ],
+    }
+    assert collected(NATIVE_TOOL_STREAM) == {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [{"id": "call_abc_0", "type": "function", "function": {"name": "get_weather", "arguments": '{"city":"Pä"}'}}],
+    }
+
+
+def test_whole_results_with_tool_calls_in_both_shapes() -> None:
+    openai_whole = OneShot(result={"choices": [{"index": 0, "message": {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "call_x", "type": "function", "function": {"name": "f", "arguments": '{"a":1}'}},
+        {"id": "call_y", "type": "function", "function": {"name": "g", "arguments": "{}"}}]}, "finish_reason": "tool_calls"}], "usage": USAGE})
+    native_whole = OneShot(result={"response": None, "tool_calls": [{"name": "f", "arguments": {"a": 1}}, {"name": "g", "arguments": {}}], "usage": USAGE})
+    for whole, ids in [(openai_whole, ["call_x", "call_y"]), (native_whole, ["call_abc_0", "call_abc_1"])]:
+        collector = Collector(id="chatcmpl-abc")
+        relay_whole(Relay(collector, TIMING, now=0.0), whole)
+        assert collector.message()["tool_calls"] == [
+            {"id": ids[0], "type": "function", "function": {"name": "f", "arguments": '{"a":1}'}},
+            {"id": ids[1], "type": "function", "function": {"name": "g", "arguments": "{}"}},
+        ]
+        assert collector.finish is not None and collector.finish.stop_reason == "tool_calls"
+
+
+def test_a_json_mode_answer_streams_as_chunks_of_the_whole() -> None:
+    relay = Relay(CompletionEncoder(id="chatcmpl-abc", created=7, model="m1", include_usage=False), TIMING, now=0.0)
+    out = relay_whole(relay, OneShot(result={"response": {"city": "Pä"}, "usage": USAGE}))
+    assert out == chunk('{"role":"assistant","content":""}') + chunk('{"content":"{\\"city\\":\\"P\\u00e4\\"}"}') + chunk("{}", '"stop"') + b"data: [DONE]\n\n"
+
+
+def test_a_length_stop_stays_length_with_tool_calls() -> None:
+    encoder = CompletionEncoder(id="chatcmpl-abc", created=7, model="m1", include_usage=False)
+    assert encoder.tool_calls([ToolCall(index=0, id=None, name="f", arguments="")]).count(b"data: ") == 1
+    cut = OPENAI_TOOL_STREAM.replace(b'"finish_reason": "tool_calls"', b'"finish_reason": "length"')
+    assert relayed([cut]).endswith(chunk("{}", '"length"') + b"data: [DONE]\n\n")
+
+
+def test_model_route_takes_ids_with_slashes_and_percent_encoding() -> None:
+    from app import RouteTable, handle
+    from routes import TABLE
+    import asyncio
+
+    assert isinstance(TABLE, RouteTable)
+    env = {"AI_MODELS": "@cf/meta/llama-3.1-8b-instruct"}.get
+
+    def get(path: str) -> tuple[int, Any]:
+        request = WebRequest(method="GET", url="http://x" + path, path=path, headers={}, body=_no_body())
+        response = asyncio.run(handle(request, env, None, TABLE, limiter=None))  # type: ignore[arg-type]
+        assert isinstance(response.body, bytes)
+        return response.status, json.loads(response.body)
+
+    model = {"id": "@cf/meta/llama-3.1-8b-instruct", "object": "model", "created": 0, "owned_by": "cloudflare"}
+    assert get("/v1/models/@cf/meta/llama-3.1-8b-instruct") == (200, model)
+    assert get("/v1/models/%40cf%2Fmeta%2Fllama-3.1-8b-instruct") == (200, model)
+    assert get("/v1/models/@cf/nope") == (404, {"error": {
+        "message": "The model '@cf/nope' does not exist; GET /v1/models lists the models.",
+        "type": "invalid_request_error", "param": "model", "code": "model_not_found"}})
+    assert get("/v1/models/")[0] == 404 and get("/v1/models/")[1]["error"]["code"] == "not_found"

@@ -111,9 +111,11 @@ def test_non_streaming_disconnect_cancels_the_model(runtime: Runtime) -> None:
     [
         ({"model": "@cf/nope/x"}, openai.BadRequestError, "unknown_model"),
         ({"temperature": 9}, openai.BadRequestError, "invalid_field"),
-        ({"top_p": 0.5}, openai.BadRequestError, "unsupported_parameter"),
-        ({"n": 2}, openai.BadRequestError, "invalid_field"),
+        ({"top_p": 1.5}, openai.BadRequestError, "invalid_field"),
+        ({"logprobs": True}, openai.BadRequestError, "unsupported_parameter"),
+        ({"n": 2}, openai.BadRequestError, "unsupported_parameter"),
         ({"messages": [{"role": "tool", "content": "x"}]}, openai.BadRequestError, "invalid_field"),
+        ({"messages": [{"role": "function", "content": "x"}]}, openai.BadRequestError, "invalid_field"),
         ({"messages": convo("[[fault:throw]]")}, openai.InternalServerError, "upstream_error"),
     ],
 )
@@ -156,8 +158,8 @@ def test_kill_switch_is_503_in_the_sdk(client: openai.OpenAI, runtime: Runtime) 
         runtime.set_vars(AI_CHAT_DISABLED=None)
 
 
-# OpenAI's API has `stream`, a `developer` role and a message `name`; the rest is shared.
-SHARED = [c for c in CASES if c[0] not in ("unknown field", "extra message field")]
+# OpenAI's API has `stream`, `developer` and `tool` roles and a message `name`; the rest is shared.
+SHARED = [c for c in CASES if c[0] not in ("unknown field", "extra message field", "bad role")]
 
 
 @pytest.mark.parametrize(("name", "ctype", "raw", "status", "code", "needle"), SHARED, ids=[c[0] for c in SHARED])

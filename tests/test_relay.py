@@ -3,7 +3,7 @@ import asyncio
 from chat_events import ChatEncoder
 from fakes import STALL, FakeSource, frames
 from relay import Failed, Finished, Relay, Timing, drive
-from upstream import Part
+from upstream import Part, ToolCall
 
 FAST = Timing(ping_after=10.0, give_up_after=20.0)
 USAGE = {"prompt_tokens": 1, "completion_tokens": 2, "total_tokens": 3}
@@ -22,6 +22,10 @@ class Recorder:
     def parts(self, parts: list[Part]) -> bytes:
         self.calls.append([text if kind == "text" else ("thinking", text) for kind, text in parts])
         return b"T"
+
+    def tool_calls(self, calls: list[ToolCall]) -> bytes:
+        self.calls.append(("tools", calls))
+        return b"C"
 
     def ping(self) -> bytes:
         self.calls.append("ping")
