@@ -96,7 +96,11 @@ export async function launch({ envName, port, paceMs = 40, vars = {}, snapshot =
   const snapDir = path.join(ROOT, ".cache", "python-snapshot");
   const model = await startModelProcess(paceMs);
   const liveVars = { ...vars, [STATS_VAR]: "1" };
-  const shared = { host: "127.0.0.1", port, log: new Log(LogLevel.INFO) };
+  // WARN, not INFO: miniflare's own line per request ("[mf:info] POST /api/v1/chat 200 OK (12ms)")
+  // is written when the response headers leave, so it says 200 for an answer that later failed;
+  // the Worker's own JSON line per request, written at the real end, is the one to read.
+  // cf: false: the placeholder Request.cf, without first trying to download Cloudflare's.
+  const shared = { host: "127.0.0.1", port, log: new Log(LogLevel.WARN), cf: false };
 
   async function start(mode) {
     if (mode === "off") delete process.env.LOCAL_PYTHON_SNAPSHOT;

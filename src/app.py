@@ -17,6 +17,7 @@ from chat_request import check_content_type, parse_chat, parse_json, read_body
 from errors import ApiError
 from relay import Encoder, Relay, Timing, Upstream
 from settings import Lookup, Settings, SettingsError
+from version import VERSION
 from web import SSE_HEADERS, Headers, Relayed, WebRequest, WebResponse, json_response
 
 log = logging.getLogger("app")
@@ -85,7 +86,7 @@ async def chat(ctx: Context) -> WebResponse:
 
 async def models(ctx: Context) -> WebResponse:
     s = ctx.settings
-    return json_response(200, {"models": list(s.models), "default": s.default_model})
+    return json_response(200, {"models": list(s.models), "default": s.default_model, "version": VERSION})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

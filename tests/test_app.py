@@ -75,7 +75,7 @@ def test_misconfiguration_is_500() -> None:
 def test_models_lists_allow_list_and_default() -> None:
     response = call(request("GET", "/api/v1/models"), {"AI_MODELS": "m1,m2", "AI_DEFAULT_MODEL": "m2"})
     assert response.status == 200
-    assert response.body == b'{"models": ["m1", "m2"], "default": "m2"}'
+    assert response.body == b'{"models": ["m1", "m2"], "default": "m2", "version": "0.2.0"}'
 
 
 def test_chat_streams_with_sse_headers_and_passes_only_known_fields() -> None:

@@ -204,7 +204,7 @@ def test_routes_methods_and_models(runtime: Runtime) -> None:
         assert client.get("/api/v1/nope").json()["error"] == "not_found"
         wrong = client.put("/api/v1/chat")
         assert (wrong.status_code, wrong.headers["allow"]) == (405, "POST, OPTIONS")
-        assert client.get("/api/v1/models").json() == {"models": [NATIVE, OPENAI_SHAPED], "default": NATIVE}
+        assert client.get("/api/v1/models").json() == {"models": [NATIVE, OPENAI_SHAPED], "default": NATIVE, "version": "0.2.0"}
         page = client.get("/")
         assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
 
