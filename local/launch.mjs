@@ -8,6 +8,7 @@
 import { spawn } from "node:child_process";
 import fs from "node:fs";
 import http from "node:http";
+import net from "node:net";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
@@ -42,6 +43,16 @@ export function log(fields) {
 function fail(message) {
   log({ level: "error", message });
   process.exit(1);
+}
+
+// Asked before anything starts: a port in use then fails in one line, instead of after workerd
+// has started and died with its own stack trace on stderr.
+function portFree(port) {
+  return new Promise((resolve) => {
+    const probe = net.createServer();
+    probe.once("error", (err) => resolve(err.code !== "EADDRINUSE"));
+    probe.listen(port, "127.0.0.1", () => probe.close(() => resolve(true)));
+  });
 }
 
 async function startModelProcess(paceMs) {
@@ -167,12 +178,15 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const port = Number(values.port ?? process.env.PORT ?? 8787);
   const snapshot = values.snapshot ?? "off";
   if (!["off", "save", "load", "auto"].includes(snapshot)) fail(`--snapshot wants off, save, load or auto, got ${snapshot}`);
+  const inUse = `port ${port} is in use: stop what runs there or pick another with --port N (or PORT=N make dev)`;
+  if (!Number.isInteger(port) || port < 0 || port > 65535) fail(`--port wants a number from 0 to 65535, got ${values.port ?? process.env.PORT}`);
+  if (port !== 0 && !(await portFree(port))) fail(inUse);
   const started = performance.now();
   let running;
   try {
     running = await launch({ envName: values.env, port, paceMs: Number(values.pace ?? 40), vars, snapshot });
   } catch (err) {
-    if (err?.code === "ERR_ADDRESS_IN_USE") fail(`port ${port} is in use: stop what runs there or pick another with --port N (or PORT=N make dev)`);
+    if (err?.code === "ERR_ADDRESS_IN_USE") fail(inUse);
     fail(String(err?.message ?? err).split("\n")[0]);
   }
   const ms = Math.round(performance.now() - started);
