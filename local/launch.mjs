@@ -9,6 +9,7 @@ import { spawn } from "node:child_process";
 import crypto from "node:crypto";
 import fs from "node:fs";
 import http from "node:http";
+import net from "node:net";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
@@ -47,6 +48,16 @@ function fail(message) {
   process.exit(1);
 }
 
+// Asked before anything starts: a port in use then fails in one line, instead of after workerd
+// has started and died with its own stack trace on stderr.
+function portFree(port) {
+  return new Promise((resolve) => {
+    const probe = net.createServer();
+    probe.once("error", (err) => resolve(err.code !== "EADDRINUSE"));
+    probe.listen(port, "127.0.0.1", () => probe.close(() => resolve(true)));
+  });
+}
+
 async function startModelProcess(paceMs) {
   const child = spawn(process.execPath, [path.join(ROOT, "local", "model.mjs"), "--port", "0", "--pace", String(paceMs)], {
     stdio: ["pipe", "pipe", "inherit"],
@@ -73,6 +84,9 @@ function pythonModules(mainFile) {
 
 export async function workerOptions({ envName, vars, modelUrl, ratelimit }) {
   process.env.WRANGLER_SEND_METRICS ??= "false";
+  // Here env.AI is not remote (the built-in model answers it): wrangler's warning that AI
+  // "always accesses remote resources" would mislead, and it is its only output here.
+  process.env.WRANGLER_LOG ??= "error";
   const { unstable_getMiniflareWorkerOptions } = await import("wrangler");
   const { workerOptions: base, main } = unstable_getMiniflareWorkerOptions(path.join(ROOT, "wrangler.toml"), envName, {});
   if (!base.ai) log({ level: "warn", message: `no [ai] binding in ${envName ? `[env.${envName}]` : "the top level"} of wrangler.toml: env.AI is missing` });
@@ -112,8 +126,11 @@ export async function launch({ envName, port, paceMs = 40, vars = {}, snapshot =
   process.env.MINIFLARE_WORKERD_PATH = path.join(ROOT, "local", "workerd");
   const model = await startModelProcess(paceMs);
   const liveVars = { ...vars, [STATS_VAR]: "1" };
-  // cf: false gives requests miniflare's placeholder `cf` object instead of fetching one online.
-  const shared = { host: "127.0.0.1", port, cf: false, log: new Log(LogLevel.INFO) };
+  // WARN, not INFO: miniflare's own line per request ("[mf:info] POST /api/v1/chat 200 OK (12ms)")
+  // is written when the response headers leave, so it says 200 for an answer that later failed;
+  // the Worker's own JSON line per request, written at the real end, is the one to read.
+  // cf: false: the placeholder Request.cf, without first trying to download Cloudflare's.
+  const shared = { host: "127.0.0.1", port, log: new Log(LogLevel.WARN), cf: false };
 
   const snapDir = snapshotDir(await workerOptions({ envName, vars: liveVars, modelUrl: model.url }), process.env.REAL_WORKERD);
   async function start(mode) {
@@ -190,12 +207,15 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const port = Number(values.port ?? process.env.PORT ?? 8787);
   const snapshot = values.snapshot ?? "off";
   if (!["off", "save", "load", "auto"].includes(snapshot)) fail(`--snapshot wants off, save, load or auto, got ${snapshot}`);
+  const inUse = `port ${port} is in use: stop what runs there or pick another with --port N (or PORT=N make dev)`;
+  if (!Number.isInteger(port) || port < 0 || port > 65535) fail(`--port wants a number from 0 to 65535, got ${values.port ?? process.env.PORT}`);
+  if (port !== 0 && !(await portFree(port))) fail(inUse);
   const started = performance.now();
   let running;
   try {
     running = await launch({ envName: values.env, port, paceMs: Number(values.pace ?? 40), vars, snapshot, ratelimit });
   } catch (err) {
-    if (err?.code === "ERR_ADDRESS_IN_USE") fail(`port ${port} is in use: stop what runs there or pick another with --port N (or PORT=N make dev)`);
+    if (err?.code === "ERR_ADDRESS_IN_USE") fail(inUse);
     const hint = process.env.WORKERD_PYODIDE_DIR ? "" :
       " (offline? workerd downloads its Pyodide bundle at start: set WORKERD_PYODIDE_DIR, see ../shared/workerd-pyodide)";
     fail(String(err?.message ?? err).split("\n")[0] + hint);

@@ -21,6 +21,7 @@ from guard import KEY_ONLY, PAGE_OR_KEY, Access, guard
 from rate_limit import Limiter
 from relay import Encoder, Relay, Timing, Upstream
 from settings import Lookup, Settings, SettingsError
+from version import VERSION
 from web import API_HEADERS, SSE_HEADERS, Headers, Relayed, WebRequest, WebResponse, json_response
 
 log = logging.getLogger("app")
@@ -103,7 +104,7 @@ async def models(ctx: Context) -> WebResponse:
     s = ctx.settings
     limits = {"max_messages": s.max_messages, "max_message_chars": s.max_message_chars, "max_body_bytes": s.max_body_bytes}
     reasoning = [m for m in s.models if catalog.info(m).reasons]
-    body = {"models": list(s.models), "default": s.default_model, "reasoning": reasoning, "limits": limits}
+    body = {"models": list(s.models), "default": s.default_model, "reasoning": reasoning, "limits": limits, "version": VERSION}
     return json_response(200, body)
 
 

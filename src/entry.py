@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import logging
+import time
+import traceback
 from collections.abc import Iterator, Mapping
 from typing import Any
 from urllib.parse import urlsplit
@@ -19,10 +21,12 @@ from workers import Response, WorkerEntrypoint
 
 import app
 import gateway
+import health
 import rate_limit
 from errors import ApiError
 from jsstream import JsByteSource, RelayPipe, iter_body, js_object, live_streams, object_types
-from relay import OneShot, Upstream, relay_whole
+from relay import OneShot, Relay, Upstream, relay_whole
+from request_log import CURRENT, JsonLines, RequestLog, detail_line, request_id
 from routes import TABLE
 from settings import Lookup
 from web import JSON_HEADERS, WebRequest, WebResponse
@@ -33,21 +37,38 @@ STATS_VAR = "LOCAL_DEV_STATS"
 log = logging.getLogger("entry")
 
 
+def _emit(line: str) -> None:
+    # print() is console.log on workerd: one line each in `wrangler tail` and Workers Logs,
+    # which parse a JSON line into fields.
+    print(line)
+
+
+# What the core logs (an upstream error's internal detail) becomes a JSON line carrying
+# the request id. INFO and below stay off: the request line says what they would.
+logging.getLogger().addHandler(JsonLines(_emit))
+
+
 class WorkersAi:
-    def __init__(self, env: Any, signal: Any) -> None:
+    def __init__(self, env: Any, signal: Any, record: RequestLog | None = None) -> None:
         self._env = env
         self._signal = signal if signal else None
+        self._record = record
 
     async def stream(self, model: str, inputs: dict[str, Any], *, timeout: float) -> Upstream:
         binding = getattr(self._env, "AI", None)
         if binding is None:
             raise ApiError(500, "server_misconfigured", "The AI binding is not configured.")
+        if self._record is not None:
+            self._record.model = model
         try:
             options = gateway.run_options(_lookup(self._env))
             args = (js_object(inputs), js_object(options)) if options else (js_object(inputs),)
             result = await self._unless_client_leaves(binding.run(model, *args), timeout)
         except JsException as exc:
             raise app.UpstreamFailure(str(exc)) from exc
+        finally:
+            if self._record is not None:
+                self._record.upstream_request_id = _last_request_id(binding)
         if getattr(getattr(result, "constructor", None), "name", None) == "ReadableStream":
             return JsByteSource(result)
         return OneShot(result=result.to_py() if hasattr(result, "to_py") else result)
@@ -127,6 +148,24 @@ class _Headers(Mapping[str, str]):
         return sum(1 for _ in self)
 
 
+def _last_request_id(binding: Any) -> str | None:
+    """workerd's Ai class keeps the cf-ai-req-id header of its last run() here. Read by
+    item: the SDK's binding wrapper caches what is read as an attribute. One Ai object
+    serves the isolate's concurrent requests, so under load this may be a neighbour's id."""
+    try:
+        value = binding["lastRequestId"]
+    except Exception:
+        value = getattr(binding, "lastRequestId", None)
+    return value if isinstance(value, str) and value else None
+
+
+def _binding_names(env: Any) -> list[str]:
+    """Names of the env entries that are not vars (vars are strings): the bindings."""
+    raw = getattr(env, "_env", env)  # the JS env behind the SDK's wrapper
+    names = [str(name) for name in js.Object.keys(raw)]
+    return [name for name in names if not isinstance(getattr(raw, name, None), str)]
+
+
 def _lookup(env: Any) -> Lookup:
     def get(key: str) -> str | None:
         value = getattr(env, key, None)
@@ -156,25 +195,50 @@ class Default(WorkerEntrypoint):  # type: ignore[misc]  # the SDK has no stubs
         lookup = _lookup(self.env)
         if path == "/__local/stats" and lookup(STATS_VAR) == "1":
             return _to_response(_stats(urlsplit(url).query), raw.signal, self.ctx)
-        web = WebRequest(method=str(raw.method), url=url, path=path, headers=_Headers(raw.headers), body=iter_body(raw))
-        response = await app.handle(web, lookup, WorkersAi(self.env, raw.signal), TABLE, limiter=_limiter(self.env))
-        return _to_response(response, raw.signal, self.ctx)
+        headers = _Headers(raw.headers)
+        record = RequestLog(request_id=request_id(headers), method=str(raw.method), route=path, started=time.monotonic())
+        CURRENT.set(record)
+        if path == health.PATH:
+            response = health.health(record.method, lookup, _binding_names(self.env))
+        else:
+            web = WebRequest(method=record.method, url=url, path=path, headers=headers, body=iter_body(raw))
+            model = WorkersAi(self.env, raw.signal, record)
+            try:
+                response = await app.handle(web, lookup, model, TABLE, limiter=_limiter(self.env))
+            except Exception:
+                _emit(detail_line(record.request_id, "error", "entry", traceback.format_exc()))
+                response = app.app_error(ApiError(500, "internal_error", "The request could not be completed."))
+        response = response.with_headers((("x-request-id", record.request_id),))
+        return _to_response(response, raw.signal, self.ctx, record)
 
 
-def _to_response(response: WebResponse, signal: Any, ctx: Any) -> Response:
+def _relay_ended(record: RequestLog, relay: Relay, client_gone: bool) -> None:
+    record.relay_ended(relay, client_gone=client_gone, now=time.monotonic())
+    record.write(_emit)
+
+
+def _to_response(response: WebResponse, signal: Any, ctx: Any, record: RequestLog | None = None) -> Response:
     headers = js.Headers.new()
     for name, value in response.headers:
         headers.append(name, value)
     body: Any
     if isinstance(response.body, bytes):
         body = response.body or None
+        if record is not None:
+            record.responded(response.status, response.body, time.monotonic())
+            record.write(_emit)
     else:
         source, relay = response.body.source, response.body.relay
+        if record is not None:
+            record.responded(response.status, None, time.monotonic())
         if isinstance(source, OneShot):
             body = relay_whole(relay, source)
+            if record is not None:
+                _relay_ended(record, relay, False)
         else:
             assert isinstance(source, JsByteSource), source
-            body = RelayPipe(source.stream, relay, signal, ctx).stream
+            on_end = None if record is None else (lambda gone: _relay_ended(record, relay, gone))
+            body = RelayPipe(source.stream, relay, signal, ctx, on_end).stream
     if isinstance(body, bytes):
         body = to_js(body) if body else None
     return Response(body, status=response.status, headers=headers)

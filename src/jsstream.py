@@ -13,7 +13,7 @@ import gc
 import logging
 import time
 import weakref
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import js
@@ -143,8 +143,18 @@ class RelayPipe:
     proxies, destroyed on the first ending.
     """
 
-    def __init__(self, upstream: "js.ReadableStream", relay: Relay, client_signal: Any, ctx: Any = None) -> None:
+    def __init__(
+        self,
+        upstream: "js.ReadableStream",
+        relay: Relay,
+        client_signal: Any,
+        ctx: Any = None,
+        on_end: Callable[[bool], None] | None = None,
+    ) -> None:
         self._relay = relay
+        # Called once, when everything is released, with whether the client went away.
+        self._on_end = on_end
+        self._gone = False
         # Measured on workerd: when a client leaves, the request's context may be torn down
         # before the abort reaches us, and then no callback of ours ever runs again. A
         # waitUntil() keeps the context alive until the relay has released everything.
@@ -246,6 +256,7 @@ class RelayPipe:
     def _client_gone(self, _event: Any = None) -> None:
         log.info("client went away; upstream cancelled")
         _COUNTS["clients_gone"] += 1
+        self._gone = True
         self._relay.closed = True
         self._finish()
 
@@ -285,4 +296,8 @@ class RelayPipe:
         _destroy(self, self._proxies)
         self._proxies = []
         _COUNTS["relays_ended"] += 1
-        self._done.resolve()
+        try:
+            if self._on_end is not None:
+                self._on_end(self._gone)
+        finally:
+            self._done.resolve()

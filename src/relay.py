@@ -13,14 +13,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
+import time
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from typing import Protocol
 
 from upstream import Part, ToolCall, UpstreamDecoder
-
-log = logging.getLogger("relay")
 
 
 class ByteSource(Protocol):
@@ -99,11 +97,16 @@ class Relay:
     feed() only notes that data came or went, and tick() dates that activity when it runs.
     Ticks come at least every quarter of the shorter interval, so a ping or a timeout is
     late by at most a quarter of its interval.
+
+    It keeps what the request's log line needs (request_log): how it ended, when the first
+    bytes of the answer went out, and notes in place of free-text log lines, since it runs
+    in JS callbacks that no longer know which request they serve.
     """
 
     __slots__ = (
         "_decoder", "_encoder", "_timing", "_max_tokens", "_step",
         "_last_data", "_last_sent", "_last_tick", "_got_data", "_sent", "closed",
+        "ending", "first_output_at", "notes",
     )
 
     def __init__(
@@ -123,6 +126,17 @@ class Relay:
         self._last_data = self._last_sent = self._last_tick = now
         self._got_data = self._sent = False
         self.closed = False  # the terminal event has been written; send nothing more
+        self.ending: Finished | Failed | None = None
+        self.first_output_at: float | None = None  # monotonic; one clock read per answer
+        self.notes: list[str] = []
+
+    @property
+    def usage(self) -> dict[str, int] | None:
+        return self._decoder.usage
+
+    @property
+    def malformed(self) -> int:
+        return self._decoder.malformed
 
     def start(self) -> bytes:
         return self._encoder.start()
@@ -139,6 +153,8 @@ class Relay:
             out += self._finish()
         if out:
             self._sent = True
+            if self.first_output_at is None:
+                self.first_output_at = time.monotonic()
         return out
 
     def end(self) -> bytes:
@@ -151,21 +167,21 @@ class Relay:
             out += self._encoder.tool_calls(decoded.tool_calls)
         if self._decoder.done:
             return out + self._finish()
-        log.warning("upstream ended without [DONE]")
+        self.notes.append("upstream ended without [DONE]")
         return out + self._fail(INCOMPLETE)
 
     def fail(self, error: object) -> bytes:
         """The upstream stream errored mid-answer; what was sent stays sent."""
         if self.closed:
             return b""
-        log.warning("upstream stream ended abnormally (upstream error or client gone): %s", error)
+        self.notes.append(f"upstream stream ended abnormally: {error}")
         return self._fail(STREAM_FAILED)
 
     def crash(self, error: BaseException) -> bytes:
         """Our own code failed mid-answer: still end with an error event, never a broken stream."""
         if self.closed:
             return b""
-        log.error("relay failed: %r", error)
+        self.notes.append(f"relay failed: {error!r}")
         return self._fail(INTERNAL)
 
     def next_deadline(self) -> float:
@@ -188,7 +204,7 @@ class Relay:
             self._sent = False
             self._last_sent = now
         if now - self._last_data >= self._timing.give_up_after:
-            log.warning("upstream silent for %.1fs; giving up", now - self._last_data)
+            self.notes.append(f"upstream silent for {now - self._last_data:.1f}s; giving up")
             failure = Failed(
                 code="upstream_timeout",
                 message=f"The model sent nothing for {self._timing.give_up_after:g} seconds.",
@@ -201,7 +217,6 @@ class Relay:
 
     def _finish(self) -> bytes:
         self.closed = True
-        self._log_malformed()
         decoder = self._decoder
         reason = decoder.finish_reason
         if reason is None:
@@ -213,18 +228,15 @@ class Relay:
             # clients run the tools only on "tool_calls".
             reason = "tool_calls"
         if decoder.unknown_finish_reason is not None:
-            log.warning("unknown finish_reason %r reported as %r", decoder.unknown_finish_reason, reason)
+            self.notes.append(f"unknown finish_reason {decoder.unknown_finish_reason!r} reported as {reason!r}")
         while_thinking = reason == "length" and decoder.thinking_seen and not decoder.text_seen
-        return self._encoder.finished(Finished(stop_reason=reason, usage=decoder.usage, while_thinking=while_thinking))
+        self.ending = Finished(stop_reason=reason, usage=decoder.usage, while_thinking=while_thinking)
+        return self._encoder.finished(self.ending)
 
     def _fail(self, failure: Failed) -> bytes:
         self.closed = True
-        self._log_malformed()
+        self.ending = failure
         return self._encoder.failed(failure)
-
-    def _log_malformed(self) -> None:
-        if self._decoder.malformed:
-            log.warning("skipped %d malformed upstream frame(s)", self._decoder.malformed)
 
 
 def relay_whole(relay: Relay, whole: OneShot) -> bytes:

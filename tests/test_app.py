@@ -85,7 +85,7 @@ def test_models_lists_allow_list_and_default() -> None:
     assert response.status == 200
     assert response.body == (
         b'{"models": ["m1", "@cf/openai/gpt-oss-20b"], "default": "m1", "reasoning": ["@cf/openai/gpt-oss-20b"], '
-        b'"limits": {"max_messages": 7, "max_message_chars": 8000, "max_body_bytes": 65536}}'
+        b'"limits": {"max_messages": 7, "max_message_chars": 8000, "max_body_bytes": 65536}, "version": "0.2.0"}'
     )
 
 

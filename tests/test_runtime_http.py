@@ -210,6 +210,7 @@ def test_routes_methods_and_models(runtime: Runtime) -> None:
             "default": NATIVE,
             "reasoning": [OPENAI_SHAPED],
             "limits": {"max_messages": 50, "max_message_chars": 8000, "max_body_bytes": 65536},
+            "version": "0.2.0",
         }
         page = client.get("/")
         assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")

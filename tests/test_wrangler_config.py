@@ -100,3 +100,37 @@ def test_no_environment_turns_on_the_local_stats_route() -> None:
     assert result.returncode == 0, result.stderr
     rows = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("[")]
     assert rows == [[env, False, True] for env in envs], rows
+
+
+def env_blocks(config: Path) -> dict[str, dict[str, object]]:
+    data = tomllib.loads(config.read_text())
+    return {"top level": data, **{name: block for name, block in data.get("env", {}).items()}}
+
+
+def test_every_environment_turns_on_observability_and_names_itself() -> None:
+    blocks = env_blocks(ROOT / "wrangler.toml")
+    observability = {name: block.get("observability") for name, block in blocks.items()}
+    expected = {"enabled": True, "head_sampling_rate": 1}
+    assert observability == {name: expected for name in blocks}
+    environment = {name: block.get("vars", {}).get("ENVIRONMENT") for name, block in blocks.items()}  # type: ignore[attr-defined]
+    assert environment == {"top level": "development", "staging": "staging", "production": "production"}
+
+
+def test_the_dry_run_accepts_the_observability_settings(tmp_path: Path) -> None:
+    envs = environments(ROOT / "wrangler.toml")
+    with ThreadPoolExecutor(max_workers=len(envs)) as pool:
+        outputs = list(pool.map(lambda e: dry_run(ROOT, e, tmp_path / str(e)), envs))
+    for env, output in zip(envs, outputs):
+        # wrangler accepts an unknown or misspelt key with only a warning: fail on that warning.
+        assert "Unexpected fields" not in output and "Processing wrangler.toml configuration" not in output, (env, output)
+
+
+def test_a_misspelt_observability_key_is_caught(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    for name in ("src", "public"):
+        shutil.copytree(ROOT / name, project / name, ignore=shutil.ignore_patterns("__pycache__"))
+    config = (ROOT / "wrangler.toml").read_text().replace("head_sampling_rate = 1", "head_sampling_rat = 1", 1)
+    (project / "wrangler.toml").write_text(config)
+    (project / "node_modules").symlink_to(ROOT / "node_modules")
+    assert 'Unexpected fields found in observability field: "head_sampling_rat"' in dry_run(project, None, tmp_path / "out")

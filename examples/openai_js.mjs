@@ -1,0 +1,15 @@
+// The official openai JS SDK against this Worker: a streamed answer, printed as it arrives.
+//   AI_CHAT_URL=http://127.0.0.1:8787 node examples/openai_js.mjs "Hello!"
+import OpenAI from "openai";
+
+const base = (process.env.AI_CHAT_URL ?? "http://127.0.0.1:8787").replace(/\/$/, "");
+const model = process.env.AI_CHAT_MODEL ?? "@cf/meta/llama-3.1-8b-instruct";
+const prompt = process.argv[2] ?? "Say hello in five words.";
+
+// The Worker takes no key; the SDK insists on one, so any string will do.
+const client = new OpenAI({ baseURL: `${base}/v1`, apiKey: "unused" });
+const stream = await client.chat.completions.create({
+  model, messages: [{ role: "user", content: prompt }], stream: true, max_tokens: 256,
+});
+for await (const chunk of stream) process.stdout.write(chunk.choices[0]?.delta?.content ?? "");
+process.stdout.write("\n");

@@ -1,0 +1,23 @@
+"""The official openai Python SDK against this Worker: a streamed answer, printed as it arrives.
+
+    AI_CHAT_URL=http://127.0.0.1:8787 python examples/openai_python.py "Hello!"
+"""
+
+import os
+import sys
+
+from openai import OpenAI
+
+base = os.environ.get("AI_CHAT_URL", "http://127.0.0.1:8787").rstrip("/")
+model = os.environ.get("AI_CHAT_MODEL", "@cf/meta/llama-3.1-8b-instruct")
+prompt = sys.argv[1] if len(sys.argv) > 1 else "Say hello in five words."
+
+# The Worker takes no key; the SDK insists on one, so any string will do.
+client = OpenAI(base_url=f"{base}/v1", api_key="unused")
+stream = client.chat.completions.create(
+    model=model, messages=[{"role": "user", "content": prompt}], stream=True, max_tokens=256
+)
+for chunk in stream:
+    if chunk.choices and chunk.choices[0].delta.content:
+        print(chunk.choices[0].delta.content, end="", flush=True)
+print()

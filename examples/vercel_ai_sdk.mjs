@@ -1,0 +1,14 @@
+// The Vercel AI SDK (`ai` + `@ai-sdk/openai-compatible`) against this Worker, streamed.
+// chatModel() speaks Chat Completions (/v1/chat/completions), which is what the Worker serves.
+//   AI_CHAT_URL=http://127.0.0.1:8787 node examples/vercel_ai_sdk.mjs "Hello!"
+import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
+import { streamText } from "ai";
+
+const base = (process.env.AI_CHAT_URL ?? "http://127.0.0.1:8787").replace(/\/$/, "");
+const model = process.env.AI_CHAT_MODEL ?? "@cf/meta/llama-3.1-8b-instruct";
+const prompt = process.argv[2] ?? "Say hello in five words.";
+
+const aiChat = createOpenAICompatible({ name: "ai-chat", baseURL: `${base}/v1` });
+const result = streamText({ model: aiChat.chatModel(model), prompt, maxOutputTokens: 256 });
+for await (const text of result.textStream) process.stdout.write(text);
+process.stdout.write("\n");

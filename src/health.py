@@ -1,0 +1,40 @@
+"""GET /api/v1/health: what an operator checks first, without calling the model.
+
+Cheap and safe to expose: the version, the environment's name, the kill switch, whether the
+settings load, and the names (never the values) of the bindings present. It answers even with
+the kill switch on or the settings broken, since that is when it is needed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import settings as config
+from app import app_error
+from errors import ApiError
+from settings import Lookup, SettingsError
+from version import VERSION
+from web import WebResponse, json_response
+
+PATH = "/api/v1/health"
+
+
+def health(method: str, env: Lookup, bindings: Iterable[str]) -> WebResponse:
+    if method != "GET":
+        allow = (("allow", "GET"),)
+        return app_error(ApiError(405, "method_not_allowed", f"{method} is not allowed on {PATH}; use GET", headers=allow))
+    try:
+        config.load(env)
+        settings_ok = True
+    except SettingsError:
+        settings_ok = False
+    disabled = config.chat_disabled(env)
+    body = {
+        "status": "disabled" if disabled else "ok" if settings_ok else "misconfigured",
+        "version": VERSION,
+        "environment": env("ENVIRONMENT") or "unknown",
+        "kill_switch": "on" if disabled else "off",
+        "settings": "ok" if settings_ok else "invalid",
+        "bindings": sorted(bindings),
+    }
+    return json_response(200, body)

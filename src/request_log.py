@@ -1,0 +1,175 @@
+"""One structured log line per request, written when the request ends.
+
+The line says what an operator needs to match a user's report (the request id every API
+response carries as `x-request-id`) and to judge the answer (outcome, code, timings,
+tokens), and nothing of the conversation: no message text, no header value but the
+request id. It is filled as the request goes (the shell at the start, the model call,
+the response, the relay at the end of a stream), so unlike the core's values it is
+mutable; it belongs to one request and is written once.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+from collections.abc import Callable, Mapping
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+
+from relay import Failed, Finished, Relay
+
+# cf-ray is set by Cloudflare's edge; anything else a client sends there is not trusted
+# into a header or a log line unless it looks like one.
+_RAY = re.compile(r"[0-9A-Za-z-]{1,64}")
+
+Emit = Callable[[str], None]
+
+
+def request_id(headers: Mapping[str, str]) -> str:
+    ray = headers.get("cf-ray")
+    if ray is not None and _RAY.fullmatch(ray):
+        return ray
+    return os.urandom(8).hex()
+
+
+def _ms(seconds: float) -> int:
+    return max(round(seconds * 1000), 0)
+
+
+def _json_object(body: bytes) -> dict[str, object]:
+    try:
+        value = json.loads(body)
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _error_code(body: dict[str, object]) -> str | None:
+    """Our own error bodies: {"error": "<code>"} (app) or {"error": {"code": ...}} (OpenAI)."""
+    error = body.get("error")
+    if isinstance(error, dict):
+        error = error.get("code")
+    return error if isinstance(error, str) else None
+
+
+def _count(usage: object, key: str) -> int | None:
+    value = usage.get(key) if isinstance(usage, dict) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _outcome(status: int, code: str | None) -> str:
+    if code == "upstream_timeout":
+        return "timed_out"
+    if status >= 500:
+        return "failed"
+    return "rejected" if status >= 400 else "complete"
+
+
+@dataclass(slots=True, kw_only=True)
+class RequestLog:
+    request_id: str
+    method: str
+    route: str
+    started: float  # monotonic seconds
+    status: int | None = None
+    model: str | None = None
+    outcome: str | None = None
+    code: str | None = None
+    ttfb_ms: int | None = None
+    duration_ms: int | None = None
+    tokens_in: int | None = None
+    tokens_out: int | None = None
+    reasoning_tokens: int | None = None
+    upstream_request_id: str | None = None
+    malformed_frames: int = 0
+    details: list[str] = field(default_factory=list)
+    written: bool = False
+
+    def responded(self, status: int, body: bytes | None, now: float) -> None:
+        """The response is known. A whole body ends the request here; a stream (body None)
+        ends in relay_ended()."""
+        self.status = status
+        if body is None:
+            return
+        # Read back from our own JSON: the code of an error, the usage of a whole answer.
+        value = _json_object(body) if body[:1] == b"{" else {}
+        self.code = _error_code(value) if status >= 400 else None
+        self.outcome = _outcome(status, self.code)
+        usage = value.get("usage")
+        self.tokens_in = _count(usage, "prompt_tokens")
+        self.tokens_out = _count(usage, "completion_tokens")
+        self.ttfb_ms = self.duration_ms = _ms(now - self.started)
+
+    def relay_ended(self, relay: Relay, *, client_gone: bool, now: float) -> None:
+        ending = relay.ending
+        if isinstance(ending, Finished):
+            self.outcome, self.code = "complete", None
+        elif isinstance(ending, Failed):
+            self.outcome, self.code = _outcome(500, ending.code), ending.code
+        else:
+            self.outcome = "client_gone" if client_gone else "failed"
+        usage = relay.usage
+        self.tokens_in = _count(usage, "prompt_tokens")
+        self.tokens_out = _count(usage, "completion_tokens")
+        self.reasoning_tokens = _count(usage, "reasoning_tokens")
+        self.malformed_frames = relay.malformed
+        self.details.extend(relay.notes)
+        if relay.first_output_at is not None:
+            self.ttfb_ms = _ms(relay.first_output_at - self.started)
+        self.duration_ms = _ms(now - self.started)
+
+    def line(self) -> dict[str, object]:
+        return {
+            "message": "request",
+            "level": "error" if self.outcome == "failed" else "info",
+            "request_id": self.request_id,
+            "method": self.method,
+            "route": self.route,
+            "status": self.status,
+            "outcome": self.outcome,
+            "code": self.code,
+            "model": self.model,
+            "ttfb_ms": self.ttfb_ms,
+            "duration_ms": self.duration_ms,
+            "tokens_in": self.tokens_in,
+            "tokens_out": self.tokens_out,
+            "reasoning_tokens": self.reasoning_tokens,
+            "upstream_request_id": self.upstream_request_id,
+            "malformed_frames": self.malformed_frames,
+        }
+
+    def write(self, emit: Emit) -> None:
+        """The details first (each its own line, same request id), then the request line; once."""
+        if self.written:
+            return
+        self.written = True
+        for detail in self.details:
+            emit(detail_line(self.request_id, "warning", "relay", detail))
+        emit(json.dumps(self.line(), separators=(",", ":")))
+
+
+def detail_line(request_id: str | None, level: str, logger: str, message: str) -> str:
+    return json.dumps(
+        {"message": message, "level": level, "logger": logger, "request_id": request_id},
+        separators=(",", ":"),
+    )
+
+
+# The request being served by the current asyncio task: the shell sets it, so that what
+# the core logs (an upstream error's internal detail) carries the request id.
+CURRENT: ContextVar[RequestLog | None] = ContextVar("request_log", default=None)
+
+
+class JsonLines(logging.Handler):
+    """Each log record as one JSON line with the current request's id."""
+
+    def __init__(self, emit: Emit) -> None:
+        super().__init__(logging.INFO)
+        self._emit = emit
+
+    def emit(self, record: logging.LogRecord) -> None:
+        current = CURRENT.get()
+        rid = current.request_id if current is not None else None
+        self._emit(detail_line(rid, record.levelname.lower(), record.name, record.getMessage()))

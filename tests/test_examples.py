@@ -1,0 +1,58 @@
+"""Every client example in examples/ against the local runtime: the exact answer, so they cannot rot."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT, Runtime, expected_tokens, expected_wire
+
+pytestmark = pytest.mark.runtime
+
+PROMPT = 'Hi "there" \\ édge 🌍'
+MESSAGES = [{"role": "user", "content": PROMPT}]
+NODE = shutil.which("node") or "node"
+
+EXAMPLES = {
+    "openai_python.py": [sys.executable],
+    "langchain_python.py": [sys.executable],
+    "openai_js.mjs": [NODE],
+    "vercel_ai_sdk.mjs": [NODE],
+}
+
+
+def run(rt: Runtime, command: list[str]) -> str:
+    env = {**os.environ, "AI_CHAT_URL": rt.url, "PYTHONIOENCODING": "utf-8"}
+    result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, encoding="utf-8", timeout=60)
+    assert result.returncode == 0, f"{command} failed:\n{result.stdout}\n{result.stderr}"
+    return result.stdout
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_sdk_example_prints_the_answer(runtime: Runtime, name: str) -> None:
+    out = run(runtime, [*EXAMPLES[name], f"examples/{name}", PROMPT])
+    assert out == "".join(expected_tokens(MESSAGES)) + "\n"
+    call = runtime.last_call()
+    assert (call["inputs"]["messages"], call["inputs"]["max_tokens"]) == (MESSAGES, 256)
+
+
+def test_curl_example_prints_the_events(runtime: Runtime) -> None:
+    if shutil.which("curl") is None:
+        pytest.skip("curl is not installed")
+    out = run(runtime, ["sh", "examples/curl.sh", PROMPT])
+    assert out.encode() == expected_wire(MESSAGES)
+
+
+def test_open_webui_settings_point_at_routes_that_answer(runtime: Runtime) -> None:
+    doc = (ROOT / "examples" / "open-webui.md").read_text()
+    assert "http://127.0.0.1:8787/v1" in doc  # the local URL the page gives
+    with runtime.client() as client:
+        models = client.get("/v1/models").json()
+        assert [m["id"] for m in models["data"]] == ["@cf/meta/llama-3.1-8b-instruct", "@cf/openai/gpt-oss-20b"]
+        body = {"model": models["data"][0]["id"], "messages": MESSAGES, "stream": True, "stream_options": {"include_usage": True}}
+        response = client.post("/v1/chat/completions", json=body, headers={"authorization": "Bearer unused"})
+    assert response.status_code == 200 and response.text.endswith("data: [DONE]\n\n")

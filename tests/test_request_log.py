@@ -1,0 +1,127 @@
+"""The request line's fields for each ending, from plain values (the shell only prints it)."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import pytest
+
+from chat_events import ChatEncoder
+from relay import Relay, Timing, relay_whole, OneShot
+from request_log import CURRENT, JsonLines, RequestLog, request_id
+
+NATIVE_DONE = (
+    b'data: {"response":"Hi"}\n\ndata: {"response":"","usage":{"prompt_tokens":3,"completion_tokens":1,"total_tokens":4}}\n\n'
+    b"data: [DONE]\n\n"
+)
+
+
+def record() -> RequestLog:
+    return RequestLog(request_id="r1", method="POST", route="/api/v1/chat", started=100.0)
+
+
+def relay() -> Relay:
+    return Relay(ChatEncoder(), Timing(ping_after=15, give_up_after=1), now=0.0)
+
+
+def written(log: RequestLog) -> list[dict[str, object]]:
+    lines: list[str] = []
+    log.write(lines.append)
+    log.write(lines.append)  # written once
+    return [json.loads(line) for line in lines]
+
+
+def test_request_id_is_cf_ray_when_it_looks_like_one() -> None:
+    assert request_id({"cf-ray": "8f1e2d3c4b5a6978-LHR"}) == "8f1e2d3c4b5a6978-LHR"
+    made = {request_id({}), request_id({"cf-ray": "a b"}), request_id({"cf-ray": "x\ny"}), request_id({"cf-ray": "a" * 65})}
+    assert len(made) == 4 and all(len(rid) == 16 and int(rid, 16) >= 0 for rid in made)
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "outcome", "code"),
+    [
+        (200, b'{"models": []}', "complete", None),
+        (400, b'{"error": "invalid_field", "message": "messages: ..."}', "rejected", "invalid_field"),
+        (429, b'{"error": {"message": "m", "type": "rate_limit_error", "param": null, "code": "rate_limited"}}', "rejected", "rate_limited"),
+        (502, b'{"error": "upstream_error", "message": "m"}', "failed", "upstream_error"),
+        (504, b'{"error": "upstream_timeout", "message": "m"}', "timed_out", "upstream_timeout"),
+        (500, b"not json", "failed", None),
+        (204, b"", "complete", None),
+    ],
+)
+def test_a_whole_response_ends_the_request(status: int, body: bytes, outcome: str, code: str | None) -> None:
+    log = record()
+    log.responded(status, body, now=100.25)
+    [line] = written(log)
+    assert (line["status"], line["outcome"], line["code"], line["ttfb_ms"], line["duration_ms"]) == (status, outcome, code, 250, 250)
+    assert line["level"] == ("error" if outcome == "failed" else "info")
+
+
+def test_a_whole_answer_carries_its_usage() -> None:
+    log = record()
+    log.responded(200, b'{"choices": [], "usage": {"prompt_tokens": 5, "completion_tokens": 7, "total_tokens": 12}}', now=101.0)
+    assert (log.tokens_in, log.tokens_out) == (5, 7)
+
+
+def test_a_streamed_answer_that_completes() -> None:
+    log, r = record(), relay()
+    log.responded(200, None, now=100.01)
+    assert log.outcome is None  # not yet: the stream has not ended
+    relay_whole(r, OneShot(result={"response": "Hi", "usage": {"prompt_tokens": 3, "completion_tokens": 1}}))
+    assert r.first_output_at is not None
+    log.relay_ended(r, client_gone=False, now=r.first_output_at + 0.5)
+    [line] = written(log)
+    assert (line["outcome"], line["code"], line["tokens_in"], line["tokens_out"], line["malformed_frames"]) == ("complete", None, 3, 1, 0)
+    assert line["duration_ms"] == line["ttfb_ms"] + 500  # type: ignore[operator]
+
+
+def test_a_stream_that_fails_writes_its_detail_first_with_the_same_id() -> None:
+    log, r = record(), relay()
+    r.feed(b'data: {"response":"Hi"}\n\ndata: {oops}\n\n')
+    r.fail(RuntimeError("connection reset"))
+    log.relay_ended(r, client_gone=False, now=101.0)
+    detail, line = written(log)
+    assert detail == {"message": "upstream stream ended abnormally: connection reset", "level": "warning", "logger": "relay", "request_id": "r1"}
+    assert (line["outcome"], line["code"], line["malformed_frames"], line["level"]) == ("failed", "upstream_error", 1, "error")
+
+
+def test_a_stream_that_times_out() -> None:
+    log, r = record(), relay()
+    r.feed(b'data: {"response":"Hi"}\n\n')
+    r.tick(0.5)
+    r.tick(2.0)
+    log.relay_ended(r, client_gone=False, now=102.0)
+    assert (log.outcome, log.code) == ("timed_out", "upstream_timeout")
+
+
+def test_a_client_gone_before_the_end() -> None:
+    log, r = record(), relay()
+    r.feed(b'data: {"response":"Hi"}\n\n')
+    log.relay_ended(r, client_gone=True, now=101.0)
+    assert (log.outcome, log.code, log.tokens_out) == ("client_gone", None, None)
+
+
+def test_a_client_gone_after_the_answer_completed_is_still_complete() -> None:
+    log, r = record(), relay()
+    r.feed(NATIVE_DONE)
+    log.relay_ended(r, client_gone=True, now=101.0)
+    assert (log.outcome, log.tokens_out) == ("complete", 1)
+
+
+def test_log_records_become_json_lines_with_the_current_request_id() -> None:
+    lines: list[str] = []
+    logger = logging.getLogger("test_request_log")
+    handler = JsonLines(lines.append)
+    logger.addHandler(handler)
+    try:
+        token = CURRENT.set(record())
+        logger.error("env.AI.run(%r) failed: %s", "m", "5000: boom")
+        CURRENT.reset(token)
+        logger.warning("outside a request")
+    finally:
+        logger.removeHandler(handler)
+    assert [json.loads(line) for line in lines] == [
+        {"message": "env.AI.run('m') failed: 5000: boom", "level": "error", "logger": "test_request_log", "request_id": "r1"},
+        {"message": "outside a request", "level": "warning", "logger": "test_request_log", "request_id": None},
+    ]
