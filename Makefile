@@ -10,7 +10,7 @@ ENV ?=
 WORKERD_PYODIDE_DIR ?= $(wildcard $(abspath ../shared/workerd-pyodide))
 export WORKERD_PYODIDE_DIR
 
-.PHONY: setup dev test test-python test-js bench clean
+.PHONY: setup dev test test-python test-js bench deploy deploy-check clean
 
 setup: .venv/.synced node_modules/.installed public/vendor/VERSIONS.json
 
@@ -37,6 +37,16 @@ test: setup
 	node --test tests/js/
 	$(UV) run --locked mypy
 	$(UV) run --locked pytest
+
+# pywrangler runs `uv` from PATH (its `sync` step): the pinned one is put there. It then
+# downloads CPython 3.13 and Pyodide's packages for the Worker, and wrangler deploys: both
+# need the network and, for the deploy, `npx wrangler login` (or CLOUDFLARE_API_TOKEN).
+deploy: setup
+	PATH="$(abspath $(BOOT)/bin):$$PATH" $(UV) run --locked pywrangler deploy $(if $(ENV),--env $(ENV))
+
+# Offline: the real upload bundle and each environment's bindings, without deploying.
+deploy-check: setup
+	npx wrangler deploy --dry-run --outdir .cache/deploy-dry-run $(if $(ENV),--env $(ENV))
 
 bench: setup
 	$(UV) run --locked python bench/host_throughput.py

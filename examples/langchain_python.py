@@ -10,7 +10,7 @@ from langchain_openai import ChatOpenAI
 from pydantic import SecretStr
 
 base = os.environ.get("AI_CHAT_URL", "http://127.0.0.1:8787").rstrip("/")
-model = os.environ.get("AI_CHAT_MODEL", "@cf/meta/llama-3.1-8b-instruct")
+model = os.environ.get("AI_CHAT_MODEL", "@cf/google/gemma-4-26b-a4b-it")
 prompt = sys.argv[1] if len(sys.argv) > 1 else "Say hello in five words."
 
 # The Worker takes no key; the client insists on one, so any string will do.

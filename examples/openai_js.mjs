@@ -3,7 +3,7 @@
 import OpenAI from "openai";
 
 const base = (process.env.AI_CHAT_URL ?? "http://127.0.0.1:8787").replace(/\/$/, "");
-const model = process.env.AI_CHAT_MODEL ?? "@cf/meta/llama-3.1-8b-instruct";
+const model = process.env.AI_CHAT_MODEL ?? "@cf/google/gemma-4-26b-a4b-it";
 const prompt = process.argv[2] ?? "Say hello in five words.";
 
 // The Worker takes no key; the SDK insists on one, so any string will do.

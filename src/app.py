@@ -15,7 +15,7 @@ import catalog
 import settings as config
 import upstream_errors
 from chat_events import ChatEncoder
-from chat_request import check_content_type, parse_chat, parse_json, read_body
+from chat_request import check_content_type, parse_chat, parse_json, read_body, well_formed_json
 from errors import ApiError, clip
 from guard import KEY_ONLY, PAGE_OR_KEY, Access, guard
 from rate_limit import Limiter
@@ -76,7 +76,8 @@ async def open_upstream(ctx: Context, model: str, inputs: dict[str, Any]) -> Ups
     budget.check(model, inputs)
     limit = ctx.settings.give_up_after
     try:
-        return await ctx.model.stream(model, inputs, timeout=limit)
+        # Whatever field carried it (a tool's arguments, say), no lone surrogate goes upstream.
+        return await ctx.model.stream(model, well_formed_json(inputs), timeout=limit)
     except UpstreamSilent:
         log.error("env.AI.run(%r) sent nothing for %gs", model, limit)
         raise ApiError(504, "upstream_timeout", f"The model sent nothing for {limit:g} seconds.") from None

@@ -137,6 +137,18 @@ def well_formed(text: str) -> str:
     return _LONE_SURROGATE.sub("\ufffd", text)
 
 
+def well_formed_json(value: Any) -> Any:
+    """well_formed() on every string (keys too) of a parsed JSON value. Recursing is safe:
+    a body is nested at most json_limits' depth before it is parsed."""
+    if isinstance(value, str):
+        return well_formed(value)
+    if isinstance(value, list):
+        return [well_formed_json(item) for item in value]
+    if isinstance(value, dict):
+        return {well_formed(str(key)): well_formed_json(item) for key, item in value.items()}
+    return value
+
+
 def message_text(field: str, content: object) -> str:
     if isinstance(content, str):
         return content

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from errors import ApiError, invalid
+from errors import ApiError, clip, invalid, shown
 from settings import Settings
 
 ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant", "tool": "tool"}
@@ -63,7 +63,7 @@ def _tool_calls(where: str, value: object, settings: Settings) -> list[dict[str,
         for key in call:
             # index: the openai SDKs keep it when they rebuild a streamed message
             if key not in ("id", "type", "function", "index"):
-                raise invalid(f"{at}.{key}", "unknown field")
+                raise invalid(f"{at}.{clip(key)}", "unknown field")
         if not isinstance(call.get("id"), str) or not call["id"]:
             raise invalid(f"{at}.id", "must be a non-empty string")
         if call.get("type") != "function":
@@ -103,14 +103,14 @@ def parse_messages(value: object, settings: Settings) -> tuple[dict[str, Any], .
         role = item.get("role")
         if not isinstance(role, str) or role not in ROLES:
             allowed = ", ".join(repr(r) for r in ROLES)
-            raise invalid(f"{where}.role", f"must be one of {allowed}, got {role!r}")
+            raise invalid(f"{where}.role", f"must be one of {allowed}, got {shown(role)}")
         for key in item:
             if key not in FIELDS[role]:
                 raise ApiError(
                     400,
                     "unknown_field",
-                    f"{where}.{key}: unknown field for role {role!r}; allowed fields are {', '.join(FIELDS[role])}",
-                    param=f"{where}.{key}",
+                    f"{where}.{clip(key)}: unknown field for role {role!r}; allowed fields are {', '.join(FIELDS[role])}",
+                    param=f"{where}.{clip(key)}",
                 )
         message: dict[str, Any] = {"role": ROLES[role]}
         calls = item.get("tool_calls")
@@ -154,7 +154,7 @@ def parse_tools(value: object) -> tuple[dict[str, Any], ...]:
             raise invalid(f"{at}.type", "only \"function\" tools are supported")
         for key in tool:
             if key not in ("type", "function"):
-                raise invalid(f"{at}.{key}", "unknown field")
+                raise invalid(f"{at}.{clip(key)}", "unknown field")
         function = tool.get("function")
         if not isinstance(function, dict):
             raise invalid(f"{at}.function", "must be {\"name\", \"description\", \"parameters\"}")
@@ -176,7 +176,7 @@ def parse_tools(value: object) -> tuple[dict[str, Any], ...]:
                 if item is not None:
                     out[key] = item
             else:
-                raise invalid(f"{at}.function.{key}", "unknown field or wrong type (description: string, parameters: object, strict: boolean)")
+                raise invalid(f"{at}.function.{clip(key)}", "unknown field or wrong type (description: string, parameters: object, strict: boolean)")
         tools.append({"type": "function", "function": out})
     return tuple(tools)
 
@@ -198,6 +198,6 @@ def parse_tool_choice(value: object, tools: tuple[dict[str, Any], ...]) -> str |
         if value.get("type") != "function" or set(value) != {"type", "function"} or not isinstance(name, str):
             raise invalid("tool_choice", "must be \"none\", \"auto\", \"required\" or {\"type\": \"function\", \"function\": {\"name\": ...}}")
         if name not in {t["function"]["name"] for t in tools}:
-            raise invalid("tool_choice.function.name", f"{name!r} is not one of the tools")
+            raise invalid("tool_choice.function.name", f"{shown(name)} is not one of the tools")
         return {"type": "function", "function": {"name": name}}
     raise invalid("tool_choice", "must be \"none\", \"auto\", \"required\" or {\"type\": \"function\", \"function\": {\"name\": ...}}")

@@ -23,7 +23,7 @@ from typing import Union
 
 CHAT = "/api/v1/chat"
 COMPLETIONS = "/v1/chat/completions"
-MODEL = "@cf/meta/llama-3.1-8b-instruct"  # the default allow-list's one model
+MODEL = "@cf/google/gemma-4-26b-a4b-it"  # the default allow-list's one model
 MAX_BYTES = 100_000  # past the 64 KiB body limit, and no more: a longer body tells nothing new
 
 # What a client can get for a body, per API; anything else is a bug.

@@ -37,6 +37,7 @@ async def send(client: httpx.AsyncClient, path: str, body: bytes) -> tuple[int, 
     return response.status_code, {k.lower(): v for k, v in response.headers.items()}, response.content
 
 
+@pytest.mark.timeout(max(120, COUNT // 20))
 def test_fuzz_bodies_over_http_on_workerd(fast_runtime: Runtime) -> None:
     rt = fast_runtime
     statuses: Counter[int] = Counter()

@@ -15,7 +15,7 @@ from conftest import Runtime
 
 pytestmark = pytest.mark.runtime
 
-NATIVE = "@cf/meta/llama-3.1-8b-instruct"
+NATIVE = "@cf/google/gemma-4-26b-a4b-it"
 OPENAI_SHAPED = "@cf/openai/gpt-oss-20b"
 WEATHER: Any = {
     "type": "function",

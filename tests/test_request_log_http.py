@@ -14,7 +14,7 @@ from conftest import Runtime, expected_tokens, expected_usage, start_runtime
 
 pytestmark = pytest.mark.runtime
 
-NATIVE = "@cf/meta/llama-3.1-8b-instruct"
+NATIVE = "@cf/google/gemma-4-26b-a4b-it"
 
 
 def user(text: str) -> list[dict[str, str]]:
@@ -123,7 +123,7 @@ def test_the_client_going_away(runtime: Runtime) -> None:
     ("path", "body", "status", "code"),
     [
         ("/api/v1/chat", {"messages": []}, 400, "invalid_field"),
-        ("/v1/chat/completions", {"model": NATIVE, "messages": user("x"), "tools": []}, 400, "unsupported_parameter"),
+        ("/v1/chat/completions", {"model": NATIVE, "messages": user("x"), "functions": []}, 400, "unsupported_parameter"),
         ("/api/v1/nope", {}, 404, "not_found"),
     ],
 )
@@ -187,6 +187,6 @@ def test_health_on_workerd_makes_no_model_call(runtime: Runtime) -> None:
     assert response.status_code == 200 and len(response.headers["x-request-id"]) == 16
     assert response.json() == {
         "status": "ok", "version": "0.2.0", "environment": "development", "kill_switch": "off",
-        "settings": "ok", "bindings": ["AI"],
+        "settings": "ok", "bindings": ["AI", "RATE_LIMITER"],
     }
     assert len(runtime.calls()) == calls

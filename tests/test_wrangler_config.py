@@ -134,3 +134,22 @@ def test_a_misspelt_observability_key_is_caught(tmp_path: Path) -> None:
     (project / "wrangler.toml").write_text(config)
     (project / "node_modules").symlink_to(ROOT / "node_modules")
     assert 'Unexpected fields found in observability field: "head_sampling_rat"' in dry_run(project, None, tmp_path / "out")
+
+
+def test_the_deploy_command_finds_uv_and_goes_as_far_as_the_network_allows(tmp_path: Path) -> None:
+    """`make deploy` runs pywrangler with the pinned uv on PATH (it used to stop at "Command not
+    found: uv"). Offline it stops where pywrangler downloads CPython 3.13; online, --dry-run
+    builds the bundle without deploying."""
+    uv = ROOT / ".cache" / "bootstrap" / "bin" / "uv"
+    if not uv.exists():
+        pytest.skip("the pinned uv is installed by `make setup`")
+    env = {**os.environ, "PATH": f"{uv.parent}:{os.environ['PATH']}", "WRANGLER_SEND_METRICS": "false", "CI": "true"}
+    result = subprocess.run(
+        [str(uv), "run", "--locked", "pywrangler", "deploy", "--dry-run", "--outdir", str(tmp_path / "out")],
+        cwd=ROOT, capture_output=True, text=True, timeout=300, env=env,
+    )
+    output = result.stdout + result.stderr
+    shutil.rmtree(ROOT / ".venv-workers", ignore_errors=True)
+    assert "Command not found: uv" not in output, output[-2000:]
+    if result.returncode != 0:
+        assert "python-build-standalone" in output or "Failed to download" in output, output[-2000:]
