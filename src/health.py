@@ -14,7 +14,7 @@ from app import app_error
 from errors import ApiError
 from settings import Lookup, SettingsError
 from version import VERSION
-from web import WebResponse, json_response
+from web import API_HEADERS, WebResponse, json_response
 
 PATH = "/api/v1/health"
 
@@ -22,7 +22,7 @@ PATH = "/api/v1/health"
 def health(method: str, env: Lookup, bindings: Iterable[str]) -> WebResponse:
     if method != "GET":
         allow = (("allow", "GET"),)
-        return app_error(ApiError(405, "method_not_allowed", f"{method} is not allowed on {PATH}; use GET", headers=allow))
+        return app_error(ApiError(405, "method_not_allowed", f"{method} is not allowed on {PATH}; use GET", headers=allow)).with_headers(API_HEADERS)
     try:
         config.load(env)
         settings_ok = True
@@ -37,4 +37,4 @@ def health(method: str, env: Lookup, bindings: Iterable[str]) -> WebResponse:
         "settings": "ok" if settings_ok else "invalid",
         "bindings": sorted(bindings),
     }
-    return json_response(200, body)
+    return json_response(200, body, API_HEADERS)

@@ -38,3 +38,10 @@ def test_other_methods_are_405() -> None:
     response = health("POST", env(), [])
     assert (response.status, json.loads(response.body)["error"]) == (405, "method_not_allowed")  # type: ignore[arg-type]
     assert ("allow", "GET") in response.headers
+
+
+def test_health_answers_carry_the_api_headers() -> None:
+    for method in ("GET", "POST"):
+        response = health(method, {}.get, ["AI"])
+        assert ("x-content-type-options", "nosniff") in response.headers, (method, response.headers)
+        assert ("vary", "Origin") in response.headers, (method, response.headers)
