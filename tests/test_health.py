@@ -42,6 +42,7 @@ def test_other_methods_are_405() -> None:
 
 def test_health_answers_carry_the_api_headers() -> None:
     for method in ("GET", "POST"):
-        response = health(method, {}.get, ["AI"])
+        no_vars: dict[str, str] = {}
+        response = health(method, no_vars.get, ["AI"])
         assert ("x-content-type-options", "nosniff") in response.headers, (method, response.headers)
         assert ("vary", "Origin") in response.headers, (method, response.headers)
