@@ -270,8 +270,11 @@ async function ask(chat) {
     },
     onText: (text) => {
       const stick = nearBottom();
+      const at = log.scrollTop;
       md.append(text);
-      if (stick) requestAnimationFrame(() => keepInView(true));
+      // In the frame, follow only if the reader has not scrolled up since (a scroll between
+      // this token and the frame would otherwise be undone).
+      if (stick) requestAnimationFrame(() => keepInView(log.scrollTop >= at));
     },
   });
   md.finish();

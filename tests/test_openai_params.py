@@ -151,6 +151,5 @@ def test_every_parameter_has_a_handling_the_table_shows() -> None:
 README = Path(__file__).resolve().parent.parent / "README.md"
 
 
-@pytest.mark.xfail(strict=True, reason="the README table is proposed in the issue 12 report; the lead merges docs (then drop this marker)")
 def test_readme_parameter_table_is_the_code_table() -> None:
     assert table() in README.read_text(encoding="utf-8")
