@@ -336,6 +336,9 @@ export function startModel({ port = 0, paceMs = 40 } = {}) {
       if (res.destroyed || res.writableEnded) return;
       if (opts.fault === "stall" && tokens >= 2) return;  // silent forever; the socket stays open
       if (opts.fault === "midstream" && tokens >= 3) {
+        // What was written goes out first, as on a real network: destroy() drops unflushed writes.
+        await new Promise((resolve) => res.write("", resolve));
+        await sleep(5);
         call.erroredAt = now();
         res.destroy(new Error("fault:midstream"));
         return;
