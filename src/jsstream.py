@@ -106,6 +106,17 @@ async def iter_body(request: "js.Request") -> AsyncIterator[bytes]:
     body = request.body
     if body is None or not body:
         return
+    declared = request.headers.get("content-length")
+    if isinstance(declared, str) and declared.strip().isdigit():
+        # Measured on workerd: every resumption of Python from a JS promise costs ~0.1-0.2 ms
+        # of CPU, and a reader loop takes three (getReader().read() twice, then done); one
+        # arrayBuffer() takes one. Safe without a limit here: the core refuses a declared
+        # length over its limit before it iterates, and workerd ends a body at its
+        # Content-Length.
+        data = await request.arrayBuffer()
+        if data.byteLength:
+            yield data.to_bytes()
+        return
     source = JsByteSource(body)
     try:
         while (chunk := await source.read()) is not None:
