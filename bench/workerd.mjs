@@ -216,9 +216,9 @@ function getJson(url, agent) {
 function cells() {
   const list = [];
   for (const shape of ["native", "reasoning"]) {
-    list.push({ shape, tokens: 10, pace: 0, requests: QUICK ? 20 : 60, concurrency: 1 });
-    list.push({ shape, tokens: 1000, pace: 0, requests: QUICK ? 3 : 8, concurrency: 1 });
-    list.push({ shape, tokens: 10000, pace: 0, requests: QUICK ? 1 : 2, concurrency: 1 });
+    list.push({ shape, tokens: 10, pace: 0, requests: QUICK ? 20 : 40, concurrency: 1 });
+    list.push({ shape, tokens: 1000, pace: 0, requests: QUICK ? 3 : 4, concurrency: 1 });
+    list.push({ shape, tokens: 10000, pace: 0, requests: 1, concurrency: 1 });
     list.push({ shape, tokens: 10, pace: 2, requests: QUICK ? 20 : 60, concurrency: 10 });
     list.push({ shape, tokens: 1000, pace: 2, requests: QUICK ? 4 : 10, concurrency: 10 });
     // A paced 10,000-token answer takes ~12 s of wall time per variant: native frames only.
@@ -276,7 +276,7 @@ const PY_MODES = ["hello", "direct", "py_transform_same", "py_transform_bytes", 
 async function crossingsBench(jsProbe, pyProbe) {
   const out = {};
   const rows = [...JS_MODES.map((m) => [jsProbe, m]), ...PY_MODES.map((m) => [pyProbe, m])];
-  for (let round = 0; round < ROUNDS; round++) {
+  for (let round = 0; round < Math.min(ROUNDS, 2); round++) {
     for (const [v, mode] of rows) {
       for (const [tokens, requests, pace] of [[1000, QUICK ? 2 : 4, 0], [10, QUICK ? 10 : 30, 0], [1000, QUICK ? 2 : 6, 2]]) {
         if (mode === "hello" && tokens !== 10) continue;
@@ -395,27 +395,54 @@ async function disconnectBench(variants, modelUrl, runs) {
 
 // ---------------------------------------------------------------- 4. live objects and memory
 
-async function leakBench(relay, streams) {
+const typeGrowth = (a, b) => Object.fromEntries(Object.entries(b.py_types ?? {})
+  .map(([k, n]) => [k, n - (a.py_types?.[k] ?? 0)]).filter(([, d]) => Math.abs(d) >= 50).sort((x, y) => y[1] - x[1]));
+
+async function leakBench(relay, peer, streams, modelUrl) {
   const statsUrl = new URL("/__local/stats", relay.url);
-  const sample = async (label) => ({ label, ...(await getJson(statsUrl)), rss_mb: rssMb(relay.pid) });
+  const sample = async (label) => ({ label, ...(await getJson(statsUrl)), rss_mb: rssMb(relay.pid), at: now() });
   const rows = [await sample("before")];
-  const items = Array.from({ length: streams }, (_, i) => i);
-  // 200 tokens at 2 ms: a cancelled stream leaves mid-answer, ~400 ms before its end.
-  await pool(items, 50, (i) => post(relay, chatBody({ tokens: 200, pace: 2 }), { leaveAfterFirst: i % 2 === 1 }));
-  await sleep(2000);
-  rows.push(await sample(`after ${streams} streams (half cancelled)`));
+  const peerRows = [{ label: "before", rss_mb: rssMb(peer.pid) }];
+  const left = { [relay.name]: new Set(), [peer.name]: new Set() };
+  // A cancelled stream leaves after its first token, ~2 s before its end (200 tokens at 10 ms).
+  for (const batch of [1, 2]) {
+    for (const v of [relay, peer]) {
+      const items = Array.from({ length: streams }, (_, i) => `leak-${v.name}-${batch}-${i}`);
+        // 25 at a time, well within what either Worker keeps pace with (a saturated Worker reads
+      // the upstream so late that the model has sent everything before the cancel arrives).
+      await pool(items, 25, (tag, i) => {
+        const leaves = i % 2 === 1;
+        if (leaves) left[v.name].add(tag);
+        return post(v, chatBody({ tokens: leaves ? 200 : 20, pace: leaves ? 10 : 2, tag }), { leaveAfterFirst: leaves });
+      });
+      await sleep(2000);
+      const label = `after ${batch === 1 ? "" : "another "}${streams} streams (half cancelled)`;
+      if (v === relay) rows.push(await sample(label)); else peerRows.push({ label, rss_mb: rssMb(peer.pid) });
+    }
+  }
+  // Did each cancelled stream close its upstream before the answer's end?
+  const calls = await getJson(new URL("__local/calls", modelUrl));
+  const cancelled = {};
+  for (const v of [relay, peer]) cancelled[v.name] = { count: left[v.name].size, upstreamClosedEarly: 0, upstreamRanToEnd: 0 };
+  for (const call of calls) {
+    const tag = call.inputs?.messages?.at(-1)?.content?.match(/run-(leak-\S+)/)?.[1];
+    const name = tag && [relay.name, peer.name].find((n) => left[n].has(tag));
+    if (!name) continue;
+    if (call.clientClosedAt != null) cancelled[name].upstreamClosedEarly += 1; else cancelled[name].upstreamRanToEnd += 1;
+  }
   const long = post(relay, chatBody({ tokens: QUICK ? 20000 : 100000 }));
   let done = false;
   long.then(() => { done = true; });
   let n = 0;
   while (!done) {
-    await sleep(700);
+    await sleep(1000);
     if (!done) rows.push(await sample(`during the long stream (${++n})`));
   }
   const r = await long;
   await sleep(500);
   rows.push(await sample(`after one ${QUICK ? "20,000" : "100,000"}-token stream`));
-  return { rows, longStream: { status: r.status, bytes: r.bytes, seconds: (r.endAt - r.sentAt) / 1000 } };
+  return { rows, peerRows, cancelled,
+    secondBatchGrowth: typeGrowth(rows[1], rows[2]), longStream: { status: r.status, bytes: r.bytes, seconds: (r.endAt - r.sentAt) / 1000 } };
 }
 
 // ---------------------------------------------------------------- 5. concurrency
@@ -587,9 +614,19 @@ async function main() {
     await part("cpu", "cpu", () => cpuBench(variants));
     await part("ttfb", "ttfb", () => ttfbBench(variants, QUICK ? 50 : 200));
     await part("disconnect", "disconnect", () => disconnectBench([by.python_relay, by.js_reframer], model.url, QUICK ? 40 : 200));
-    await part("leaks", "leaks", () => leakBench(by.python_relay, QUICK ? 200 : 1000));
+    await part("leaks", "leaks", () => leakBench(by.python_relay, by.js_reframer, QUICK ? 200 : 1000, model.url));
     await part("concurrency", "concurrency", () => concurrencyBench([by.python_relay, by.js_reframer], model.url, QUICK ? [50, 200] : [25, 50, 100, 150, 200, 300, 400]));
     await part("client", "client parse", () => clientParseBench(by.python_relay));
+    if (results.leaks?.rows) {
+      // Timers the Worker left behind (e.g. a 60 s timeout) run out within 65 s of idling.
+      say("leaks: idle 65 s, then the last sample");
+      const statsUrl = new URL("/__local/stats", by.python_relay.url);
+      const last = results.leaks.rows.at(-1);
+      await sleep(65_000);
+      const idle = { label: "65 s idle after everything", ...(await getJson(statsUrl)), rss_mb: rssMb(by.python_relay.pid), at: now() };
+      results.leaks.rows.push(idle);
+      results.leaks.idleGrowth = typeGrowth(last, idle);
+    }
   } finally {
     for (const v of variants) { v.agent.destroy(); await v.mf.dispose().catch(() => {}); }
     model.child.stdin.end();

@@ -35,9 +35,16 @@ _COUNTS = {"created": 0, "destroyed": 0, "relays": 0, "relays_ended": 0, "client
 READ_AHEAD_EVENTS = 16384
 
 
-def live_streams() -> dict[str, int]:
+def live_streams() -> dict[str, Any]:
     gc.collect()
-    return {"live": len(_LIVE), **_COUNTS, "py_objects": len(gc.get_objects())}
+    objects = gc.get_objects()
+    # The commonest types, so that a growing count says what grows (local stats route only).
+    kinds: dict[str, int] = {}
+    for obj in objects:
+        name = type(obj).__qualname__
+        kinds[name] = kinds.get(name, 0) + 1
+    top = dict(sorted(kinds.items(), key=lambda kv: -kv[1])[:40])
+    return {"live": len(_LIVE), **_COUNTS, "py_objects": len(objects), "py_types": top}
 
 
 def js_object(value: dict[str, Any]) -> Any:
