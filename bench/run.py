@@ -212,6 +212,15 @@ def render(results: dict[str, Any], host: dict[str, Any] | None) -> str:
             if key in leaks:
                 out += [f"{label}: {json.dumps(leaks[key]) if leaks[key] else 'none by 50 or more'}."]
         out.append("")
+    cancels = results.get("cancels")
+    if isinstance(cancels, dict) and "error" not in cancels:
+        out += ["## Cancels while other streams run (upstream closed before the answer's end / streams cancelled)", "",
+                "Half the streams leave after their first token (200 tokens at 10 ms), half complete (20 tokens at 2 ms), N at a time.", "",
+                "| variant | " + " | ".join(f"{r['concurrency']} at a time" for r in next(iter(cancels.values()))) + " |",
+                "|---" * (1 + len(next(iter(cancels.values())))) + "|"]
+        for name, rows in cancels.items():
+            out.append(f"| {name} | " + " | ".join(f"{r['upstreamClosedEarly']}/{r['cancelled']}" for r in rows) + " |")
+        out.append("")
     conc = results.get("concurrency")
     if isinstance(conc, dict) and "error" not in conc:
         out += ["## Concurrent streams one workerd process holds (100 tokens each at 20 ms a token)", "",

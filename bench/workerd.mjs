@@ -410,7 +410,7 @@ async function leakBench(relay, peer, streams, modelUrl) {
       const items = Array.from({ length: streams }, (_, i) => `leak-${v.name}-${batch}-${i}`);
         // 25 at a time, well within what either Worker keeps pace with (a saturated Worker reads
       // the upstream so late that the model has sent everything before the cancel arrives).
-      await pool(items, 25, (tag, i) => {
+      await pool(items, Number(process.env.BENCH_LEAK_CONCURRENCY ?? 25), (tag, i) => {
         const leaves = i % 2 === 1;
         if (leaves) left[v.name].add(tag);
         return post(v, chatBody({ tokens: leaves ? 200 : 20, pace: leaves ? 10 : 2, tag }), { leaveAfterFirst: leaves });
@@ -443,6 +443,36 @@ async function leakBench(relay, peer, streams, modelUrl) {
   rows.push(await sample(`after one ${QUICK ? "20,000" : "100,000"}-token stream`));
   return { rows, peerRows, cancelled,
     secondBatchGrowth: typeGrowth(rows[1], rows[2]), longStream: { status: r.status, bytes: r.bytes, seconds: (r.endAt - r.sentAt) / 1000 } };
+}
+
+// ---------------------------------------------------------------- 4b. cancels while other streams run
+
+// Does a client's leaving reach the upstream when other streams run at the same time? Batches of
+// streams, half leaving after their first token (200 tokens at 10 ms, ~2 s before their end),
+// half completing (20 tokens at 2 ms), `concurrency` at a time.
+async function cancelsBench(variants, modelUrl, levels, streams) {
+  const out = Object.fromEntries(variants.map((v) => [v.name, []]));
+  for (const c of levels) {
+    for (const v of variants) {
+      const left = new Set();
+      const items = Array.from({ length: streams }, (_, i) => `cx-${v.name}-${c}-${i}`);
+      await pool(items, c, (tag, i) => {
+        const leaves = i % 2 === 1;
+        if (leaves) left.add(tag);
+        return post(v, chatBody({ tokens: leaves ? 200 : 20, pace: leaves ? 10 : 2, tag }), { leaveAfterFirst: leaves });
+      });
+      await sleep(2500);
+      const calls = await getJson(new URL("__local/calls", modelUrl));
+      let early = 0;
+      for (const call of calls) {
+        const tag = call.inputs?.messages?.at(-1)?.content?.match(/run-(cx-\S+)/)?.[1];
+        if (tag && left.has(tag) && call.clientClosedAt != null) early += 1;
+      }
+      out[v.name].push({ concurrency: c, cancelled: left.size, upstreamClosedEarly: early });
+      say(`cancels ${v.name} at ${c}: ${early}/${left.size} closed early`);
+    }
+  }
+  return out;
 }
 
 // ---------------------------------------------------------------- 5. concurrency
@@ -615,9 +645,10 @@ async function main() {
     await part("ttfb", "ttfb", () => ttfbBench(variants, QUICK ? 50 : 200));
     await part("disconnect", "disconnect", () => disconnectBench([by.python_relay, by.js_reframer], model.url, QUICK ? 40 : 200));
     await part("leaks", "leaks", () => leakBench(by.python_relay, by.js_reframer, QUICK ? 200 : 1000, model.url));
+    await part("cancels", "cancels while other streams run", () => cancelsBench([by.python_relay, by.js_reframer], model.url, [1, 5, 12, 25], QUICK ? 40 : 100));
     await part("concurrency", "concurrency", () => concurrencyBench([by.python_relay, by.js_reframer], model.url, QUICK ? [50, 200] : [25, 50, 100, 150, 200, 300, 400]));
     await part("client", "client parse", () => clientParseBench(by.python_relay));
-    if (results.leaks?.rows) {
+    if (results.leaks?.rows && !process.env.BENCH_SKIP_IDLE) {
       // Timers the Worker left behind (e.g. a 60 s timeout) run out within 65 s of idling.
       say("leaks: idle 65 s, then the last sample");
       const statsUrl = new URL("/__local/stats", by.python_relay.url);
