@@ -5,6 +5,8 @@ BOOT := .cache/bootstrap
 UV := $(BOOT)/bin/uv
 PORT ?= 8787
 ENV ?=
+# e.g. BENCH_ARGS="--quick --rounds 1" for a 2-3 minute run of `make bench`
+BENCH_ARGS ?=
 # workerd reads its Pyodide bundle from here when set (machines without internet); unset, it
 # downloads Cloudflare's. The shared offline bundle is used when it sits beside the checkout.
 WORKERD_PYODIDE_DIR ?= $(wildcard $(abspath ../shared/workerd-pyodide))
@@ -49,7 +51,7 @@ deploy-check: setup
 	npx wrangler deploy --dry-run --outdir .cache/deploy-dry-run $(if $(ENV),--env $(ENV))
 
 bench: setup
-	$(UV) run --locked python bench/host_throughput.py
+	$(UV) run --locked python bench/run.py $(BENCH_ARGS)
 
 clean:
 	rm -rf .venv node_modules .cache

@@ -1,0 +1,675 @@
+#!/usr/bin/env node
+// The benchmark on workerd: four Workers, each in its own workerd process (one Miniflare
+// instance each), all behind workerd's real Ai class whose remote side is the built-in model
+// (local/model.mjs) in a process of its own, so its CPU is never counted. CPU is the workerd
+// process's own, read from the OS (/proc/<pid>/stat utime+stime in clock ticks, and the
+// nanosecond sum_exec_runtime of its threads from /proc/<pid>/task/*/schedstat). Variants
+// run interleaved round by round (A B C D A B C D ...), so host drift spreads over all of them.
+//
+//   node bench/workerd.mjs [--out bench/results.json] [--rounds 3] [--quick] [--only a,b]
+import { spawn } from "node:child_process";
+import fs from "node:fs";
+import http from "node:http";
+import path from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { parseArgs } from "node:util";
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+const { values: args } = parseArgs({ options: {
+  out: { type: "string", default: path.join(ROOT, "bench", "results.json") },
+  rounds: { type: "string", default: "3" },
+  quick: { type: "boolean", default: false },
+  only: { type: "string", default: "" },
+  // A/B: another copy of src/ (e.g. `git worktree add /tmp/before HEAD~1`, then /tmp/before/src)
+  // run as one more variant, python_relay_before, interleaved with the rest.
+  "before-src": { type: "string", default: "" },
+} });
+const QUICK = args.quick;
+const ROUNDS = Number(args.rounds);
+const ONLY = new Set(args.only ? args.only.split(",") : []);
+const wanted = (part) => ONLY.size === 0 || ONLY.has(part);
+
+const NATIVE = "@cf/meta/llama-3.1-8b-instruct";
+const REASONING = "@cf/openai/gpt-oss-20b";
+const CLK_TCK = 100; // getconf CLK_TCK on Linux
+const now = () => performance.timeOrigin + performance.now(); // epoch ms, as the model records
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+const median = (xs) => { const s = [...xs].sort((a, b) => a - b); const m = s.length >> 1; return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2; };
+const pct = (xs, p) => { const s = [...xs].sort((a, b) => a - b); return s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)]; };
+const say = (...parts) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${parts.join(" ")}\n`);
+
+// ---------------------------------------------------------------- processes and their CPU
+
+function childrenOf(pid) {
+  const out = [];
+  for (const entry of fs.readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = fs.readFileSync(`/proc/${entry}/stat`, "utf8");
+      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      if (Number(fields[1]) === pid) out.push(Number(entry));
+    } catch { /* gone */ }
+  }
+  return out;
+}
+
+function comm(pid) {
+  try { return fs.readFileSync(`/proc/${pid}/comm`, "utf8").trim(); } catch { return ""; }
+}
+
+/** CPU of a process so far: ticks (utime+stime, 10 ms) and ns (its threads' run time). */
+export function cpuOf(pid) {
+  const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
+  const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  const tickMs = ((Number(f[11]) + Number(f[12])) * 1000) / CLK_TCK;
+  let ns = 0;
+  for (const tid of fs.readdirSync(`/proc/${pid}/task`)) {
+    try { ns += Number(fs.readFileSync(`/proc/${pid}/task/${tid}/schedstat`, "utf8").split(" ")[0]); } catch { /* thread gone */ }
+  }
+  return { tickMs, ms: ns / 1e6 };
+}
+
+function rssMb(pid) {
+  const status = fs.readFileSync(`/proc/${pid}/status`, "utf8");
+  const kb = Number(status.match(/VmRSS:\s+(\d+)/)?.[1] ?? 0);
+  return kb / 1024;
+}
+
+async function startModel() {
+  const child = spawn(process.execPath, [path.join(ROOT, "local", "model.mjs"), "--port", "0", "--pace", "0"], { stdio: ["pipe", "pipe", "inherit"] });
+  const url = await new Promise((resolve, reject) => {
+    let seen = "";
+    child.stdout.on("data", (d) => { seen += d; const m = seen.match(/on (http:\/\/127\.0\.0\.1:\d+\/)/); if (m) resolve(m[1]); });
+    child.once("exit", (code) => reject(new Error(`model exited ${code}`)));
+  });
+  return { child, url, pid: child.pid };
+}
+
+// ---------------------------------------------------------------- the four Workers
+
+const COMPAT_DATE = "2025-11-01";
+
+async function variantOptions(name, modelUrl) {
+  const ai = { binding: "AI", remoteProxyConnectionString: new URL(modelUrl) };
+  const workers = path.join(ROOT, "bench", "workers");
+  if (name === "python_relay") {
+    const { workerOptions } = await import(pathToFileURL(path.join(ROOT, "local", "launch.mjs")).href);
+    // Limits raised so that 10,000- and 100,000-token answers are not cut by max_tokens.
+    return workerOptions({ vars: { LOCAL_DEV_STATS: "1", AI_MAX_TOKENS_LIMIT: "200000", AI_MAX_TOKENS_DEFAULT: "200000", UPSTREAM_TIMEOUT_SECONDS: "60" }, modelUrl });
+  }
+  if (name === "python_relay_before") {
+    const options = await variantOptions("python_relay", modelUrl);
+    const dir = path.resolve(args["before-src"]);
+    const names = fs.readdirSync(dir).filter((f) => f.endsWith(".py")).sort((a, b) => (a === "entry.py" ? -1 : b === "entry.py" ? 1 : a < b ? -1 : 1));
+    return { ...options, name, modulesRoot: dir, modules: names.map((f) => ({ type: "PythonModule", path: path.join(dir, f) })) };
+  }
+  if (name === "passthrough") {
+    return {
+      name, compatibilityDate: COMPAT_DATE, compatibilityFlags: ["python_workers", "enable_request_signal"],
+      modulesRoot: path.join(workers, "passthrough"),
+      modules: [{ type: "PythonModule", path: path.join(workers, "passthrough", "entry.py") }], ai,
+    };
+  }
+  if (name === "probe") {
+    return {
+      name, compatibilityDate: COMPAT_DATE, compatibilityFlags: ["python_workers", "enable_request_signal"],
+      modulesRoot: path.join(workers, "probe"), bindings: { SOME_VAR: "1" },
+      modules: [{ type: "PythonModule", path: path.join(workers, "probe", "entry.py") }], ai,
+    };
+  }
+  const script = { js_probe: "js_probe.mjs", js_identity: "js_identity.mjs", js_reframer: "js_reframer.mjs" }[name];
+  return { name, modules: true, scriptPath: path.join(workers, script), compatibilityDate: COMPAT_DATE, compatibilityFlags: ["enable_request_signal"], ai };
+}
+
+const PATHS = { python_relay: "/api/v1/chat", python_relay_before: "/api/v1/chat", passthrough: "/", js_identity: "/", js_reframer: "/" };
+
+async function startVariant(name, modelUrl, Miniflare, Log, LogLevel) {
+  const before = new Set(childrenOf(process.pid));
+  const started = performance.now();
+  const mf = new Miniflare({ host: "127.0.0.1", port: 0, log: new Log(LogLevel.WARN), ...(await variantOptions(name, modelUrl)) });
+  const url = await mf.ready;
+  const readyMs = performance.now() - started;
+  const fresh = childrenOf(process.pid).filter((p) => !before.has(p));
+  const pid = fresh.find((p) => comm(p).startsWith("workerd")) ?? fresh[0];
+  if (!pid) throw new Error(`no workerd process found for ${name}`);
+  const agent = new http.Agent({ keepAlive: true, maxSockets: Infinity });
+  return { name, mf, url: new URL(PATHS[name] ?? "/", url), pid, comm: comm(pid), agent, readyMs };
+}
+
+// ---------------------------------------------------------------- requests
+
+let nonce = 0;
+
+/** A chat request body: answers of `tokens` tokens (half of them reasoning for gpt-oss). */
+function chatBody({ tokens, pace = 0, shape = "native", tag = "" }) {
+  let directive;
+  let model;
+  if (shape === "native") { directive = `[[tokens:${tokens}]]`; model = NATIVE; }
+  else { const think = Math.floor(tokens / 2); directive = `[[think:${think}]][[tokens:${tokens - think}]]`; model = REASONING; }
+  const content = `${directive}[[pace:${pace}]] run-${tag || ++nonce}`;
+  return { model, messages: [{ role: "user", content }], max_tokens: tokens + 100 };
+}
+
+/**
+ * POST a body; resolves with status, byte count, the bytes (keep) and times (epoch ms).
+ * leaveAfterFirst: destroy the connection on the first body chunk (a client leaving).
+ */
+async function post(variant, body, options = {}) {
+  // A kept-alive socket the server closed just as we reused it ends before any response:
+  // that is the harness's race, not the Worker's failure, so it is retried once.
+  try { return await postOnce(variant, body, options); } catch (err) {
+    if (err?.code !== "ECONNRESET" && !/socket hang up/.test(String(err))) throw err;
+    return postOnce(variant, body, options);
+  }
+}
+
+function postOnce(variant, body, { keep = false, leaveAfterFirst = false } = {}) {
+  return new Promise((resolve, reject) => {
+    const data = Buffer.from(JSON.stringify(body));
+    const sentAt = now();
+    const req = http.request(variant.url, { method: "POST", agent: leaveAfterFirst ? false : variant.agent, headers: { "content-type": "application/json", "content-length": data.length } }, (res) => {
+      const parts = [];
+      let bytes = 0;
+      let firstAt = null;
+      res.on("data", (chunk) => {
+        if (firstAt === null) {
+          firstAt = now();
+          if (leaveAfterFirst) {
+            req.destroy();
+            resolve({ status: res.statusCode, sentAt, firstAt, leftAt: firstAt, bytes: chunk.length });
+            return;
+          }
+        }
+        bytes += chunk.length;
+        if (keep) parts.push(chunk);
+      });
+      res.on("end", () => resolve({ status: res.statusCode, sentAt, firstAt, endAt: now(), bytes, body: keep ? Buffer.concat(parts) : null }));
+      res.on("error", (err) => { if (!leaveAfterFirst) reject(err); });
+    });
+    req.on("error", (err) => { if (!leaveAfterFirst) reject(err); else resolve({ status: 0, error: String(err), sentAt, bytes: 0 }); });
+    req.end(data);
+  });
+}
+
+async function pool(items, concurrency, fn) {
+  const results = new Array(items.length);
+  let next = 0;
+  async function worker() { while (next < items.length) { const i = next++; results[i] = await fn(items[i], i); } }
+  await Promise.all(Array.from({ length: Math.min(concurrency, items.length) }, worker));
+  return results;
+}
+
+function getJson(url, agent) {
+  return new Promise((resolve, reject) => {
+    http.get(url, { agent: agent ?? false }, (res) => {
+      const parts = [];
+      res.on("data", (c) => parts.push(c));
+      res.on("end", () => { try { resolve(JSON.parse(Buffer.concat(parts).toString("utf8"))); } catch (err) { reject(err); } });
+    }).on("error", reject);
+  });
+}
+
+// ---------------------------------------------------------------- 1. CPU per token and per request
+
+// Each cell: answers of `tokens` tokens, `requests` of them, `concurrency` at a time. Paced cells
+// run several streams at once only to keep the wall time down: each token is still its own read.
+function cells() {
+  const list = [];
+  for (const shape of ["native", "reasoning"]) {
+    list.push({ shape, tokens: 10, pace: 0, requests: QUICK ? 20 : 40, concurrency: 1 });
+    list.push({ shape, tokens: 1000, pace: 0, requests: QUICK ? 3 : 4, concurrency: 1 });
+    list.push({ shape, tokens: 10000, pace: 0, requests: 1, concurrency: 1 });
+    list.push({ shape, tokens: 10, pace: 2, requests: QUICK ? 20 : 60, concurrency: 10 });
+    list.push({ shape, tokens: 1000, pace: 2, requests: QUICK ? 4 : 10, concurrency: 10 });
+    // A paced 10,000-token answer takes ~12 s of wall time per variant: native frames only.
+    if (shape === "native" && !QUICK) list.push({ shape, tokens: 10000, pace: 1, requests: 1, concurrency: 1 });
+  }
+  return list.map((c) => ({ ...c, key: `${c.shape}/${c.tokens}/${c.pace ? `paced${c.pace}` : "once"}` }));
+}
+
+async function runCell(variant, cell) {
+  const bodies = Array.from({ length: cell.requests }, () => chatBody(cell));
+  await sleep(50); // let the last cell's stragglers (timers, cleanup) settle first
+  const before = cpuOf(variant.pid);
+  const t0 = performance.now();
+  const results = await pool(bodies, cell.concurrency, (b) => post(variant, b));
+  await sleep(20);
+  const after = cpuOf(variant.pid);
+  const bad = results.filter((r) => r.status !== 200).length;
+  return {
+    cpuMs: after.ms - before.ms, tickMs: after.tickMs - before.tickMs, wallMs: performance.now() - t0,
+    requests: cell.requests, tokens: cell.requests * cell.tokens, failed: bad, bytesOut: results.reduce((n, r) => n + r.bytes, 0),
+  };
+}
+
+async function cpuBench(variants) {
+  const out = {};
+  const list = cells();
+  for (let round = 0; round < ROUNDS; round++) {
+    say(`cpu round ${round + 1}/${ROUNDS}`);
+    for (const cell of list) {
+      for (const v of variants) {
+        const r = await runCell(v, cell);
+        ((out[cell.key] ??= { ...cell, runs: {} }).runs[v.name] ??= []).push(r);
+      }
+    }
+  }
+  return out;
+}
+
+async function identityCheck(relay, peer) {
+  const checks = [];
+  for (const cell of [{ shape: "native", tokens: 200 }, { shape: "reasoning", tokens: 200 }, { shape: "native", tokens: 3, pace: 1 }]) {
+    const body = chatBody({ ...cell, tag: `identity-${cell.shape}-${cell.tokens}` });
+    const [a, b] = [await post(relay, body, { keep: true }), await post(peer, body, { keep: true })];
+    checks.push({ case: `${cell.shape}/${cell.tokens}`, identical: a.body.equals(b.body), relayBytes: a.body.length, peerBytes: b.body.length,
+      firstDiff: a.body.equals(b.body) ? null : [...a.body].findIndex((x, i) => x !== b.body[i]) });
+  }
+  return checks;
+}
+
+// ---------------------------------------------------------------- 1b. what each crossing costs
+
+const JS_MODES = ["direct", "transform", "identity_transform", "transform_then_identity", "text_streams", "reader_loop"];
+const PY_MODES = ["hello", "direct", "py_transform_same", "py_transform_bytes", "py_transform_text", "py_sink_identity"];
+
+async function crossingsBench(jsProbe, pyProbe) {
+  const out = {};
+  const rows = [...JS_MODES.map((m) => [jsProbe, m]), ...PY_MODES.map((m) => [pyProbe, m])];
+  for (let round = 0; round < Math.min(ROUNDS, 2); round++) {
+    for (const [v, mode] of rows) {
+      for (const [tokens, requests, pace] of [[1000, QUICK ? 2 : 4, 0], [10, QUICK ? 10 : 30, 0], [1000, QUICK ? 2 : 6, 2]]) {
+        if (mode === "hello" && tokens !== 10) continue;
+        const key = `${v.name === "js_probe" ? "js" : "py"}:${mode}`;
+        const cell = `${tokens}/${pace ? "paced" : "once"}`;
+        await sleep(30);
+        const before = cpuOf(v.pid);
+        const results = await pool(Array.from({ length: requests }, () => ({ ...chatBody({ tokens, pace }), mode })), pace ? requests : 1, (b) => post(v, b));
+        await sleep(20);
+        const after = cpuOf(v.pid);
+        const bad = results.filter((r) => r.status !== 200).length;
+        (((out[key] ??= {})[cell] ??= []).push({ cpuMs: after.ms - before.ms, requests, tokens: tokens * requests, failed: bad }));
+      }
+    }
+  }
+  // Single crossings in a loop inside one request: CPU per crossing.
+  const LOOPS = ["env_getattr", "py_loop", "js_to_py", "js_to_py_2args", "py_to_js", "py_attr", "to_js_bytes", "to_bytes", "str_to_js"];
+  const n = QUICK ? 20000 : 50000;
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const kind of LOOPS) {
+      await sleep(30);
+      const before = cpuOf(pyProbe.pid);
+      const r = await post(pyProbe, { mode: kind.startsWith("microtask") ? `entries:${kind}` : `loop:${kind}`, n });
+      const after = cpuOf(pyProbe.pid);
+      ((out.loops ??= {})[kind] ??= []).push({ usPerCall: ((after.ms - before.ms) * 1000) / n, status: r.status });
+    }
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------- 1c. where a request's CPU goes
+
+// The relay's per-request cost taken apart from outside: requests that stop earlier and earlier.
+function rawRequest(url, method, body, contentType = "application/json") {
+  return new Promise((resolve, reject) => {
+    const data = body === null ? null : Buffer.from(body);
+    const req = http.request(url, { method, agent: false, headers: data ? { "content-type": contentType, "content-length": data.length } : {} }, (res) => {
+      res.resume();
+      res.on("end", () => resolve(res.statusCode));
+    });
+    req.on("error", reject);
+    req.end(data ?? undefined);
+  });
+}
+
+async function anatomyBench(relay, passthrough, before) {
+  const kinds = {};
+  for (const [tag, v] of [["relay", relay], ["before", before]]) {
+    if (!v) continue;
+    const chat = new URL("/api/v1/chat", v.url);
+    Object.assign(kinds, {
+      [`${tag}: GET /api/v1/models (shell + settings + routing)`]: [v, () => rawRequest(new URL("/api/v1/models", v.url), "GET", null)],
+      [`${tag}: POST invalid JSON (+ body read, 400)`]: [v, () => rawRequest(chat, "POST", "{nope")],
+      [`${tag}: POST [[error:3040]] (+ validation, env.AI.run, 429)`]: [v, () => rawRequest(chat, "POST", JSON.stringify({ ...chatBody({ tokens: 10 }), messages: [{ role: "user", content: "[[error:3040]]" }] }))],
+      [`${tag}: POST 10-token answer`]: [v, () => rawRequest(chat, "POST", JSON.stringify(chatBody({ tokens: 10 })))],
+    });
+  }
+  const chat = new URL("/api/v1/chat", relay.url);
+  Object.assign(kinds, {
+    "passthrough: POST 10-token answer": [passthrough, () => rawRequest(passthrough.url, "POST", JSON.stringify(chatBody({ tokens: 10 })))],
+  });
+  // Interleaved request by request (each kind once per turn), each request's CPU read alone,
+  // so that drift on this shared machine spreads over every kind alike.
+  const n = QUICK ? 60 : 150;
+  const out = {};
+  for (let i = 0; i < n; i++) {
+    for (const [label, [v, send]] of Object.entries(kinds)) {
+      const before = cpuOf(v.pid);
+      await send();
+      await sleep(3);
+      (out[label] ??= []).push(cpuOf(v.pid).ms - before.ms);
+    }
+  }
+  return Object.fromEntries(Object.entries(out).map(([k, xs]) => [k, { msPerRequest: median(xs), mean: xs.reduce((a, b) => a + b, 0) / xs.length, requests: xs.length }]));
+}
+
+// ---------------------------------------------------------------- 2. time to first byte
+
+async function ttfbBench(variants, runs) {
+  const out = Object.fromEntries(variants.map((v) => [v.name, []]));
+  for (let i = 0; i < runs; i++) {
+    for (const v of variants) {
+      const r = await post(v, chatBody({ tokens: 10 }));
+      out[v.name].push(r.firstAt - r.sentAt);
+    }
+  }
+  return Object.fromEntries(Object.entries(out).map(([k, xs]) => [k, { runs: xs.length, median: median(xs), p99: pct(xs, 99) }]));
+}
+
+// ---------------------------------------------------------------- 3. disconnect -> upstream closed
+
+async function disconnectBench(variants, modelUrl, runs) {
+  const left = {};
+  for (let i = 0; i < runs; i++) {
+    for (const v of variants) {
+      const tag = `leave-${v.name}-${i}`;
+      const r = await post(v, chatBody({ tokens: 2000, pace: 5, tag }), { leaveAfterFirst: true });
+      if (r.leftAt) left[tag] = { variant: v.name, leftAt: r.leftAt };
+    }
+  }
+  await sleep(3000);
+  const calls = await getJson(new URL("__local/calls", modelUrl));
+  const out = Object.fromEntries(variants.map((v) => [v.name, { delays: [], neverClosed: 0, ranToEnd: 0 }]));
+  for (const call of calls) {
+    const text = call.inputs?.messages?.at(-1)?.content ?? "";
+    const tag = text.match(/run-(leave-\S+)/)?.[1];
+    if (!tag || !left[tag]) continue;
+    const entry = out[left[tag].variant];
+    if (call.clientClosedAt == null) { entry.neverClosed += 1; if (call.finishedAt != null) entry.ranToEnd += 1; }
+    else entry.delays.push(call.clientClosedAt - left[tag].leftAt);
+  }
+  return Object.fromEntries(Object.entries(out).map(([k, e]) => [k, {
+    runs: e.delays.length + e.neverClosed, closed: e.delays.length, neverClosed: e.neverClosed, ranToEnd: e.ranToEnd, median: median(e.delays), p99: pct(e.delays, 99), max: Math.max(...e.delays),
+  }]));
+}
+
+// ---------------------------------------------------------------- 4. live objects and memory
+
+const typeGrowth = (a, b) => Object.fromEntries(Object.entries(b.py_types ?? {})
+  .map(([k, n]) => [k, n - (a.py_types?.[k] ?? 0)]).filter(([, d]) => Math.abs(d) >= 50).sort((x, y) => y[1] - x[1]));
+
+async function leakBench(relay, peer, streams, modelUrl) {
+  const statsUrl = new URL("/__local/stats", relay.url);
+  const sample = async (label) => ({ label, ...(await getJson(statsUrl)), rss_mb: rssMb(relay.pid), at: now() });
+  const rows = [await sample("before")];
+  const peerRows = [{ label: "before", rss_mb: rssMb(peer.pid) }];
+  const left = { [relay.name]: new Set(), [peer.name]: new Set() };
+  // A cancelled stream leaves after its first token, ~2 s before its end (200 tokens at 10 ms).
+  for (const batch of [1, 2]) {
+    for (const v of [relay, peer]) {
+      const items = Array.from({ length: streams }, (_, i) => `leak-${v.name}-${batch}-${i}`);
+        // 25 at a time, well within what either Worker keeps pace with (a saturated Worker reads
+      // the upstream so late that the model has sent everything before the cancel arrives).
+      await pool(items, Number(process.env.BENCH_LEAK_CONCURRENCY ?? 25), (tag, i) => {
+        const leaves = i % 2 === 1;
+        if (leaves) left[v.name].add(tag);
+        return post(v, chatBody({ tokens: leaves ? 200 : 20, pace: leaves ? 10 : 2, tag }), { leaveAfterFirst: leaves });
+      });
+      await sleep(2000);
+      const label = `after ${batch === 1 ? "" : "another "}${streams} streams (half cancelled)`;
+      if (v === relay) rows.push(await sample(label)); else peerRows.push({ label, rss_mb: rssMb(peer.pid) });
+    }
+  }
+  // Did each cancelled stream close its upstream before the answer's end?
+  const calls = await getJson(new URL("__local/calls", modelUrl));
+  const cancelled = {};
+  for (const v of [relay, peer]) cancelled[v.name] = { count: left[v.name].size, upstreamClosedEarly: 0, upstreamRanToEnd: 0 };
+  for (const call of calls) {
+    const tag = call.inputs?.messages?.at(-1)?.content?.match(/run-(leak-\S+)/)?.[1];
+    const name = tag && [relay.name, peer.name].find((n) => left[n].has(tag));
+    if (!name) continue;
+    if (call.clientClosedAt != null) cancelled[name].upstreamClosedEarly += 1; else cancelled[name].upstreamRanToEnd += 1;
+  }
+  const long = post(relay, chatBody({ tokens: QUICK ? 20000 : 100000 }));
+  let done = false;
+  long.then(() => { done = true; });
+  let n = 0;
+  while (!done) {
+    await sleep(1000);
+    if (!done) rows.push(await sample(`during the long stream (${++n})`));
+  }
+  const r = await long;
+  await sleep(500);
+  rows.push(await sample(`after one ${QUICK ? "20,000" : "100,000"}-token stream`));
+  return { rows, peerRows, cancelled,
+    secondBatchGrowth: typeGrowth(rows[1], rows[2]), longStream: { status: r.status, bytes: r.bytes, seconds: (r.endAt - r.sentAt) / 1000 } };
+}
+
+// ---------------------------------------------------------------- 4b. cancels while other streams run
+
+// Does a client's leaving reach the upstream when other streams run at the same time? Batches of
+// streams, half leaving after their first token (200 tokens at 10 ms, ~2 s before their end),
+// half completing (20 tokens at 2 ms), `concurrency` at a time.
+async function cancelsBench(variants, modelUrl, levels, streams) {
+  const out = Object.fromEntries(variants.map((v) => [v.name, []]));
+  for (const c of levels) {
+    for (const v of variants) {
+      const left = new Set();
+      const items = Array.from({ length: streams }, (_, i) => `cx-${v.name}-${c}-${i}`);
+      await pool(items, c, (tag, i) => {
+        const leaves = i % 2 === 1;
+        if (leaves) left.add(tag);
+        return post(v, chatBody({ tokens: leaves ? 200 : 20, pace: leaves ? 10 : 2, tag }), { leaveAfterFirst: leaves });
+      });
+      await sleep(2500);
+      const calls = await getJson(new URL("__local/calls", modelUrl));
+      let early = 0;
+      for (const call of calls) {
+        const tag = call.inputs?.messages?.at(-1)?.content?.match(/run-(cx-\S+)/)?.[1];
+        if (tag && left.has(tag) && call.clientClosedAt != null) early += 1;
+      }
+      out[v.name].push({ concurrency: c, cancelled: left.size, upstreamClosedEarly: early });
+      say(`cancels ${v.name} at ${c}: ${early}/${left.size} closed early`);
+    }
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------- 5. concurrency
+
+// N streams at once, each 100 tokens at 20 ms a token (50 tokens/s, a fast model's pace). A
+// stream keeps pace when it takes at most 1.25x what the model needed to send it (so the
+// model's own lag on this 2-core machine is not charged to the Worker).
+async function concurrencyBench(variants, modelUrl, steps) {
+  const out = Object.fromEntries(variants.map((v) => [v.name, []]));
+  const stillGoing = new Set(variants.map((v) => v.name));
+  for (const n of steps) {
+    for (const v of variants) {
+      if (!stillGoing.has(v.name)) continue;
+      const tags = Array.from({ length: n }, (_, i) => `conc-${v.name}-${n}-${i}`);
+      const before = cpuOf(v.pid);
+      const t0 = now();
+      const results = await Promise.all(tags.map((tag) => post(v, chatBody({ tokens: 100, pace: 20, tag })).catch((err) => ({ status: 0, error: String(err) }))));
+      const wall = now() - t0;
+      const after = cpuOf(v.pid);
+      const calls = await getJson(new URL("__local/calls", modelUrl));
+      const byTag = new Map();
+      for (const c of calls) { const t = c.inputs?.messages?.at(-1)?.content?.match(/run-(conc-\S+)/)?.[1]; if (t) byTag.set(t, c); }
+      let kept = 0;
+      const rates = [];
+      const lags = [];
+      results.forEach((r, i) => {
+        const call = byTag.get(tags[i]);
+        if (r.status !== 200 || !call || call.finishedAt == null) return;
+        const modelMs = call.finishedAt - call.startedAt;
+        const clientMs = r.endAt - r.sentAt;
+        rates.push(100 / (clientMs / 1000));
+        lags.push(r.endAt - call.finishedAt);
+        if (clientMs <= modelMs * 1.25 + 50) kept += 1;
+      });
+      const row = { streams: n, kept, failed: n - rates.length, medianTokensPerSecond: median(rates), minTokensPerSecond: Math.min(...rates),
+        totalTokensPerSecond: (rates.length * 100) / (wall / 1000), lastByteLagP99Ms: pct(lags, 99), cpuMs: after.ms - before.ms, wallMs: wall };
+      out[v.name].push(row);
+      say(`concurrency ${v.name} ${n}: kept ${kept}/${n}, ${row.totalTokensPerSecond.toFixed(0)} tok/s, lag p99 ${row.lastByteLagP99Ms?.toFixed(0)} ms`);
+      if (kept < n) stillGoing.delete(v.name);
+      await sleep(500);
+    }
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------- 6. restart from the snapshot
+
+function launchOnce(mode) {
+  return new Promise((resolve) => {
+    const started = performance.now();
+    const child = spawn(process.execPath, [path.join(ROOT, "local", "launch.mjs"), "--port", "0", "--snapshot", mode, "--exit-on-stdin-eof", "--pace", "0"], { stdio: ["pipe", "pipe", "pipe"] });
+    let seen = "";
+    let errors = "";
+    const timer = setTimeout(() => { child.kill(); resolve({ mode, ok: false, error: `not ready in 120 s: ${(seen + errors).slice(-400)}` }); }, 120_000);
+    child.stderr.on("data", (d) => { errors += d; });
+    child.stdout.on("data", async (d) => {
+      seen += d;
+      const line = seen.split("\n").find((l) => l.includes('"message":"ready"') || l.includes('"level":"error"'));
+      if (!line || child.readyHandled) return;
+      child.readyHandled = true;
+      clearTimeout(timer);
+      const info = JSON.parse(line);
+      const wallMs = performance.now() - started;
+      let works = false;
+      let detail = info.message;
+      if (info.url) {
+        const url = new URL("/api/v1/chat", info.url);
+        const r = await post({ url, agent: false }, chatBody({ tokens: 5 }), { keep: true }).catch((err) => ({ status: 0, body: Buffer.from(String(err)) }));
+        works = r.status === 200 && r.body.toString().includes("event: done");
+        detail = `${r.status}`;
+      }
+      child.stdin.end();
+      child.once("exit", () => resolve({ mode: info.snapshot ?? mode, ok: Boolean(info.url), works, readyMs: info.ms, processWallMs: wallMs, detail }));
+      setTimeout(() => child.kill(), 5000).unref();
+    });
+  });
+}
+
+async function snapshotBench() {
+  const rows = [];
+  for (const mode of ["save", "load", "off", "load", "off", "load"]) {
+    say(`launch --snapshot ${mode}`);
+    rows.push(await launchOnce(mode));
+  }
+  return rows;
+}
+
+// ---------------------------------------------------------------- 7. the browser client's parse cost
+
+async function clientParseBench(relay) {
+  const body = (await post(relay, chatBody({ tokens: 4000 }), { keep: true })).body;
+  let mod;
+  try { mod = await import(pathToFileURL(path.join(ROOT, "public", "chat-client.js")).href); } catch (err) { return { error: `import failed: ${err.message}` }; }
+  const out = { exports: Object.keys(mod).sort(), answerBytes: body.length };
+  const time = async (label, fn) => {
+    try {
+      for (let i = 0; i < 5; i++) await fn();
+      const xs = [];
+      for (let i = 0; i < 40; i++) { const t = performance.now(); await fn(); xs.push(performance.now() - t); }
+      out[label] = { medianMs: median(xs), p90Ms: pct(xs, 90) };
+    } catch (err) { out[label] = { error: String(err?.message ?? err) }; }
+  };
+  if (typeof mod.streamChat === "function") {
+    const fakeFetch = async () => new Response(new ReadableStream({ start(c) { c.enqueue(new Uint8Array(body)); c.close(); } }), { headers: { "content-type": "text/event-stream" } });
+    await time("streamChat", async () => {
+      const r = await mod.streamChat({ messages: [] }, { url: "http://x/api/v1/chat", fetch: fakeFetch });
+      if (r.outcome !== "complete") throw new Error(`outcome ${r.outcome}`);
+    });
+  }
+  if (typeof mod.readEvents === "function") {
+    await time("readEvents", async () => {
+      const stream = new ReadableStream({ start(c) { c.enqueue(new Uint8Array(body)); c.close(); } });
+      let n = 0;
+      for await (const _ of mod.readEvents(stream)) n += 1;
+      if (n < 4000) throw new Error(`only ${n} events`);
+    });
+  }
+  if (typeof mod.SSEParser === "function") {
+    const text = body.toString("utf8");
+    await time("SSEParser.feed", async () => { const p = new mod.SSEParser(); p.feed(text); p.end?.(); });
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------- main
+
+async function main() {
+  const { Miniflare, Log, LogLevel } = await import("miniflare");
+  const workerd = (await import("workerd")).default;
+  process.env.REAL_WORKERD = workerd.default ?? workerd;
+  process.env.MINIFLARE_WORKERD_PATH = path.join(ROOT, "local", "workerd");
+  process.env.WRANGLER_SEND_METRICS ??= "false";
+  delete process.env.LOCAL_PYTHON_SNAPSHOT;
+  const t0 = performance.now();
+  const model = await startModel();
+  const results = {
+    started: new Date().toISOString(), quick: QUICK, rounds: ROUNDS,
+    machine: { cpu: fs.readFileSync("/proc/cpuinfo", "utf8").match(/model name\s*:\s*(.*)/)?.[1], cores: fs.readFileSync("/proc/cpuinfo", "utf8").match(/^processor/gm).length,
+      node: process.version, workerd: fs.readFileSync(path.join(ROOT, "node_modules", "workerd", "package.json"), "utf8").match(/"version":\s*"([^"]+)"/)?.[1],
+      loadavg: fs.readFileSync("/proc/loadavg", "utf8").trim() },
+  };
+  const names = ["python_relay", ...(args["before-src"] ? ["python_relay_before"] : []), "passthrough", "js_identity", "js_reframer"];
+  const variants = [];
+  try {
+    for (const name of names) {
+      variants.push(await startVariant(name, model.url, Miniflare, Log, LogLevel));
+      say(`${name}: workerd pid ${variants.at(-1).pid} (${variants.at(-1).comm}), ready in ${variants.at(-1).readyMs.toFixed(0)} ms`);
+    }
+    const by = Object.fromEntries(variants.map((v) => [v.name, v]));
+    results.variants = variants.map((v) => ({ name: v.name, pid: v.pid, comm: v.comm, readyMs: v.readyMs }));
+    // Warm every variant up (Pyodide's first request imports and compiles).
+    for (const v of variants) for (const shape of ["native", "reasoning"]) await post(v, chatBody({ tokens: 200, shape }));
+    const idleBefore = variants.map((v) => cpuOf(v.pid).ms);
+    await sleep(1000);
+    results.idleCpuMsPerSecond = Object.fromEntries(variants.map((v, i) => [v.name, cpuOf(v.pid).ms - idleBefore[i]]));
+    const part = async (key, label, fn) => {
+      if (!wanted(key)) return;
+      say(label);
+      try { results[key] = await fn(); } catch (err) { say(`${key} failed: ${err?.stack ?? err}`); results[key] = { error: String(err?.stack ?? err) }; }
+    };
+    if (wanted("crossings")) {
+      const probes = [await startVariant("js_probe", model.url, Miniflare, Log, LogLevel), await startVariant("probe", model.url, Miniflare, Log, LogLevel)];
+      for (const v of probes) await post(v, { ...chatBody({ tokens: 100 }), mode: "direct" });
+      await part("crossings", "crossings", () => crossingsBench(probes[0], probes[1]));
+      for (const v of probes) { v.agent.destroy(); await v.mf.dispose().catch(() => {}); }
+    }
+    await part("anatomy", "per-request anatomy", () => anatomyBench(by.python_relay, by.passthrough, by.python_relay_before));
+    await part("identity", "identical output check", () => identityCheck(by.python_relay, by.js_reframer));
+    await part("cpu", "cpu", () => cpuBench(variants));
+    await part("ttfb", "ttfb", () => ttfbBench(variants, QUICK ? 50 : 200));
+    await part("disconnect", "disconnect", () => disconnectBench([by.python_relay, by.js_reframer], model.url, QUICK ? 40 : 200));
+    await part("leaks", "leaks", () => leakBench(by.python_relay, by.js_reframer, QUICK ? 200 : 1000, model.url));
+    await part("cancels", "cancels while other streams run", () => cancelsBench([by.python_relay, by.js_reframer], model.url, [1, 5, 12, 25], QUICK ? 40 : 100));
+    await part("concurrency", "concurrency", () => concurrencyBench([by.python_relay, by.js_reframer], model.url, QUICK ? [50, 200] : [25, 50, 100, 150, 200, 300, 400]));
+    await part("client", "client parse", () => clientParseBench(by.python_relay));
+    if (results.leaks?.rows && !process.env.BENCH_SKIP_IDLE) {
+      // Timers the Worker left behind (e.g. a 60 s timeout) run out within 65 s of idling.
+      say("leaks: idle 65 s, then the last sample");
+      const statsUrl = new URL("/__local/stats", by.python_relay.url);
+      const last = results.leaks.rows.at(-1);
+      await sleep(65_000);
+      const idle = { label: "65 s idle after everything", ...(await getJson(statsUrl)), rss_mb: rssMb(by.python_relay.pid), at: now() };
+      results.leaks.rows.push(idle);
+      results.leaks.idleGrowth = typeGrowth(last, idle);
+    }
+  } finally {
+    for (const v of variants) { v.agent.destroy(); await v.mf.dispose().catch(() => {}); }
+    model.child.stdin.end();
+    model.child.kill();
+  }
+  if (wanted("snapshot")) results.snapshot = await snapshotBench().catch((err) => ({ error: String(err?.stack ?? err) }));
+  results.totalSeconds = (performance.now() - t0) / 1000;
+  results.machine.loadavgAfter = fs.readFileSync("/proc/loadavg", "utf8").trim();
+  fs.writeFileSync(args.out, JSON.stringify(results, null, 1) + "\n");
+  say(`wrote ${args.out} in ${results.totalSeconds.toFixed(0)} s`);
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  main().then(() => process.exit(0), (err) => { console.error(err); process.exit(1); });
+}
