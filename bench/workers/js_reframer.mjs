@@ -1,7 +1,7 @@
 // The JavaScript peer: the re-framer a user would otherwise write (the zudo recipe: TextDecoder,
 // split on blank lines, JSON.parse, TextEncoder per event), emitting byte for byte what our
 // relay emits for the frames the benchmark sends (the harness checks this on every run).
-const MODEL = "@cf/meta/llama-3.1-8b-instruct";
+const MODEL = "@cf/google/gemma-4-26b-a4b-it";
 const USAGE_KEYS = ["prompt_tokens", "completion_tokens", "total_tokens"];
 // Python's json.encoder.encode_basestring_ascii: JSON.stringify, then non-ASCII as \uXXXX.
 const ascii = (s) => JSON.stringify(s).replace(/[\u0080-\uffff]/g, (c) => "\\u" + c.charCodeAt(0).toString(16).padStart(4, "0"));

@@ -18,7 +18,7 @@ class Default(WorkerEntrypoint):  # type: ignore[misc]  # the SDK has no stubs
     async def fetch(self, request: Any) -> Any:
         body = json.loads(await request.text())
         inputs = {"messages": body["messages"], "stream": True, "max_tokens": body.get("max_tokens", 1024)}
-        stream = await self.env.AI.run(body.get("model", "@cf/meta/llama-3.1-8b-instruct"), to_js(inputs, dict_converter=js.Object.fromEntries))
+        stream = await self.env.AI.run(body.get("model", "@cf/google/gemma-4-26b-a4b-it"), to_js(inputs, dict_converter=js.Object.fromEntries))
         headers = js.Headers.new()
         headers.append("content-type", "text/event-stream; charset=utf-8")
         return Response(stream, headers=headers)
