@@ -73,9 +73,9 @@ def _stream_options(body: dict[str, Any], stream: bool) -> bool:
         raise invalid("stream_options", "must be an object")
     for key, value in options.items():
         if key not in ("include_usage", "include_obfuscation"):
-            raise invalid(f"stream_options.{key}", "unknown field; supported: include_usage, include_obfuscation")
+            raise invalid(f"stream_options.{clip(key)}", "unknown field; supported: include_usage, include_obfuscation")
         if value is not None and not isinstance(value, bool):
-            raise invalid(f"stream_options.{key}", "must be a boolean")
+            raise invalid(f"stream_options.{clip(key)}", "must be a boolean")
     return options.get("include_usage") is True
 
 

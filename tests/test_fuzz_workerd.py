@@ -33,7 +33,11 @@ def fast_runtime() -> Iterator[Runtime]:
 
 
 async def send(client: httpx.AsyncClient, path: str, body: bytes) -> tuple[int, dict[str, str], bytes]:
-    response = await client.post(path, content=body, headers={"content-type": "application/json"})
+    """(status, headers, body); status 0 when the connection broke without an answer."""
+    try:
+        response = await client.post(path, content=body, headers={"content-type": "application/json"})
+    except httpx.TransportError as exc:
+        return 0, {}, repr(exc).encode()
     return response.status_code, {k.lower(): v for k, v in response.headers.items()}, response.content
 
 
@@ -53,7 +57,9 @@ def test_fuzz_bodies_over_http_on_workerd(fast_runtime: Runtime) -> None:
                 answers = await asyncio.gather(*(send(client, path, body) for path, body in batch))
                 for i, ((path, body), (status, headers, data)) in enumerate(zip(batch, answers)):
                     statuses[status] += 1
-                    if (why := problem(path, status, headers, data)) is not None:
+                    if status == 0:
+                        problems.append(f"body #{start + i} (seed {SEED}) to {path}: no answer ({data.decode()}); body {body[:120]!r}")
+                    elif (why := problem(path, status, headers, data)) is not None:
                         problems.append(f"body #{start + i} (seed {SEED}) to {path}: {why}; body {body[:120]!r}")
 
     asyncio.run(main())
