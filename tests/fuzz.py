@@ -15,6 +15,7 @@ over-HTTP run POSTs the same bodies and checks each answer with problem().
 
 from __future__ import annotations
 
+import copy
 import json
 import random
 from collections.abc import Iterator, Mapping
@@ -181,7 +182,8 @@ ODD_MESSAGES: list[Node] = [HI, HI, HI, {"role": "user"}, {"content": "x"}, {}]
 def hostile_value(rng: random.Random) -> Node:
     kind = rng.randrange(15)
     if kind == 0:
-        return rng.choice(WRONG_TYPES)
+        # A copy: mutate() edits trees in place, and a shared node would grow from body to body.
+        return copy.deepcopy(rng.choice(WRONG_TYPES))
     if kind == 1:  # a huge integer: past 1e308, past 4,300 digits
         digits = rng.choice((20, 101, 310, 400, 4301, 5000))
         return Raw(rng.choice(("", "-")) + "1" + "0" * (digits - 1))
@@ -213,7 +215,7 @@ def hostile_value(rng: random.Random) -> Node:
         kinds: list[Node] = ["text", "image_url", "", None]
         texts: list[Node] = ["t", 5, None]
         return [{"type": rng.choice(kinds), "text": rng.choice(texts)}]
-    return rng.choice(ODD_MESSAGES)
+    return copy.deepcopy(rng.choice(ODD_MESSAGES))
 
 
 def weird_key(rng: random.Random) -> str:
