@@ -157,6 +157,25 @@ def well_formed_json(value: Any) -> Any:
     return value
 
 
+def message_list(value: object, settings: Settings) -> list[object]:
+    """The `messages` array itself, the same in both APIs: present, an array, not empty, and
+    within MAX_MESSAGES."""
+    if value is None:
+        raise invalid("messages", "is required")
+    if not isinstance(value, list):
+        raise invalid("messages", "must be an array of {role, content} objects")
+    if not value:
+        raise invalid("messages", "must contain at least one message")
+    if len(value) > settings.max_messages:
+        raise ApiError(
+            400,
+            "too_many_messages",
+            f"messages: {len(value)} messages exceed the limit of {settings.max_messages}",
+            param="messages",
+        )
+    return value
+
+
 def message_text(field: str, content: object) -> str:
     if isinstance(content, str):
         return content
@@ -171,21 +190,9 @@ def parse_messages(
     content_of: Any = message_text,
     message_fields: tuple[str, ...] = ("role", "content"),
 ) -> tuple[Message, ...]:
-    if value is None:
-        raise invalid("messages", "is required")
-    if not isinstance(value, list):
-        raise invalid("messages", "must be an array of {role, content} objects")
-    if not value:
-        raise invalid("messages", "must contain at least one message")
-    if len(value) > settings.max_messages:
-        raise ApiError(
-            400,
-            "too_many_messages",
-            f"messages: {len(value)} messages exceed the limit of {settings.max_messages}",
-            param="messages",
-        )
+    items = message_list(value, settings)
     messages: list[Message] = []
-    for i, item in enumerate(value):
+    for i, item in enumerate(items):
         where = f"messages[{i}]"
         if not isinstance(item, dict):
             raise invalid(where, "must be an object with role and content")

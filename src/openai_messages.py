@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from chat_request import message_list
 from errors import ApiError, clip, invalid, shown
 from settings import Settings
 
@@ -82,21 +83,9 @@ def _tool_calls(where: str, value: object, settings: Settings) -> list[dict[str,
 
 
 def parse_messages(value: object, settings: Settings) -> tuple[dict[str, Any], ...]:
-    if value is None:
-        raise invalid("messages", "is required")
-    if not isinstance(value, list):
-        raise invalid("messages", "must be an array of {role, content} objects")
-    if not value:
-        raise invalid("messages", "must contain at least one message")
-    if len(value) > settings.max_messages:
-        raise ApiError(
-            400,
-            "too_many_messages",
-            f"messages: {len(value)} messages exceed the limit of {settings.max_messages}",
-            param="messages",
-        )
+    items = message_list(value, settings)
     messages: list[dict[str, Any]] = []
-    for i, item in enumerate(value):
+    for i, item in enumerate(items):
         where = f"messages[{i}]"
         if not isinstance(item, dict):
             raise invalid(where, "must be an object with role and content")
