@@ -14,6 +14,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from playwright.sync_api import Browser, sync_playwright
 
 ROOT = Path(__file__).resolve().parent.parent
 PACE_MS = 15
@@ -182,6 +183,26 @@ def expected_wire(messages: list[dict[str, str]], stop_reason: str = "stop") -> 
     usage = json.dumps(expected_usage(messages), separators=(",", ":")).encode()
     out += b'event: message_stop\ndata: {"stop_reason":"%s","usage":%s}\n\n' % (stop_reason.encode(), usage)
     return out + b"event: done\ndata: {}\n\n"
+
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+ARTIFACTS = ROOT / "test-artifacts"
+# Debian's chromium, never a downloaded browser; without it the browser suites say so and skip.
+BROWSER_MARKS = [
+    pytest.mark.browser,
+    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"no Chromium at {CHROMIUM}: apt-get install chromium"),
+]
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    with sync_playwright() as p:
+        b = p.chromium.launch(
+            executable_path=CHROMIUM,
+            args=["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"],
+        )
+        yield b
+        b.close()
 
 
 def pytest_report_header() -> list[str]:

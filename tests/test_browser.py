@@ -2,36 +2,16 @@
 
 from __future__ import annotations
 
-import shutil
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
+from playwright.sync_api import Browser, Page, expect
 
-from conftest import assert_stopped, ROOT, Runtime
-
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-ARTIFACTS = ROOT / "test-artifacts"
-
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"no Chromium at {CHROMIUM}: apt-get install chromium"),
-]
-
-if Path(CHROMIUM).exists():
-    from playwright.sync_api import Browser, Page, expect, sync_playwright
+from conftest import ARTIFACTS, BROWSER_MARKS, assert_stopped, ROOT, Runtime
 
 
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with sync_playwright() as p:
-        b = p.chromium.launch(
-            executable_path=CHROMIUM,
-            args=["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"],
-        )
-        yield b
-        b.close()
+pytestmark = BROWSER_MARKS
 
 
 @pytest.fixture

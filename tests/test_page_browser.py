@@ -7,37 +7,17 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
+from playwright.sync_api import Browser, Page, Route, expect
 
-from conftest import ROOT, Runtime
+from conftest import ARTIFACTS, BROWSER_MARKS, ROOT, Runtime
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-ARTIFACTS = ROOT / "test-artifacts"
 AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"no Chromium at {CHROMIUM}: apt-get install chromium"),
-]
-
-if Path(CHROMIUM).exists():
-    from playwright.sync_api import Browser, Page, Route, expect, sync_playwright
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with sync_playwright() as p:
-        b = p.chromium.launch(
-            executable_path=CHROMIUM,
-            args=["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"],
-        )
-        yield b
-        b.close()
+pytestmark = BROWSER_MARKS
 
 
 class Opened:
