@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from conftest import ARTIFACTS, BROWSER_MARKS, assert_stopped, ROOT, Runtime
+from conftest import ARTIFACTS, BROWSER_MARKS, Runtime, assert_stopped
 
 
 pytestmark = BROWSER_MARKS
