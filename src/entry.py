@@ -23,8 +23,8 @@ import app
 import gateway
 import health
 import rate_limit
-from errors import ApiError
-from jsstream import JsByteSource, RelayPipe, iter_body, js_object, live_streams, object_types
+from errors import ApiError, ClientGone
+from jsstream import JsByteSource, RelayPipe, iter_body, js_object, live_streams
 from relay import OneShot, Relay, Upstream, relay_whole
 from request_log import CURRENT, JsonLines, RequestLog, detail_line, request_id
 from routes import TABLE
@@ -100,13 +100,6 @@ class WorkersAi:
         return result
 
 
-class ClientGone(ApiError):
-    """The client left before the model answered: nobody reads this response."""
-
-    def __init__(self) -> None:
-        super().__init__(499, "client_gone", "The client closed the connection.")
-
-
 class RateLimiter:
     """The Rate Limiting binding as the core's Limiter: binding.limit({key}) -> {success}."""
 
@@ -174,10 +167,8 @@ def _lookup(env: Any) -> Lookup:
     return get
 
 
-def _stats(query: str) -> WebResponse:
+def _stats() -> WebResponse:
     stats: dict[str, Any] = dict(live_streams())
-    if "types" in query:
-        stats["types"] = object_types()
     try:
         import pyodide_js  # type: ignore[import-not-found]
 
@@ -194,7 +185,7 @@ class Default(WorkerEntrypoint):  # type: ignore[misc]  # the SDK has no stubs
         path = urlsplit(url).path
         lookup = _lookup(self.env)
         if path == "/__local/stats" and lookup(STATS_VAR) == "1":
-            return _to_response(_stats(urlsplit(url).query), raw.signal, self.ctx)
+            return _to_response(_stats(), raw.signal, self.ctx)
         headers = _Headers(raw.headers)
         record = RequestLog(request_id=request_id(headers), method=str(raw.method), route=path, started=time.monotonic())
         CURRENT.set(record)

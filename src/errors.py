@@ -59,5 +59,12 @@ def json_type(value: object) -> str:
     return "an object"
 
 
+class ClientGone(ApiError):
+    """The client left before it had an answer: nobody reads this response (a quiet end)."""
+
+    def __init__(self, message: str = "The client closed the connection.") -> None:
+        super().__init__(499, "client_gone", message)
+
+
 def invalid(field: str, message: str) -> ApiError:
     return ApiError(400, "invalid_field", f"{field}: {message}", param=field)

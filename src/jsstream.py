@@ -19,7 +19,7 @@ from typing import Any
 import js
 from pyodide.ffi import JsException, create_once_callable, create_proxy, to_js
 
-from errors import ApiError
+from errors import ClientGone
 from relay import Relay
 
 log = logging.getLogger("jsstream")
@@ -46,16 +46,6 @@ def live_streams() -> dict[str, Any]:
         kinds[name] = kinds.get(name, 0) + 1
     top = dict(sorted(kinds.items(), key=lambda kv: -kv[1])[:40])
     return {"live": len(_LIVE), **_COUNTS, "py_objects": len(objects), "py_types": top}
-
-
-def object_types(top: int = 25) -> dict[str, int]:
-    """The commonest Python object types now: what grows between two calls is the leak."""
-    gc.collect()
-    counts: dict[str, int] = {}
-    for obj in gc.get_objects():
-        name = type(obj).__qualname__
-        counts[name] = counts.get(name, 0) + 1
-    return dict(sorted(counts.items(), key=lambda kv: -kv[1])[:top])
 
 
 def js_object(value: dict[str, Any]) -> Any:
@@ -85,11 +75,9 @@ def _bytes_of(value: Any) -> bytes:
 
 
 class JsByteSource:
-    """Reads a JS ReadableStream from Python; after cancel() no read reaches it again.
-
-    Only where Python itself must read a body (the request's); an answer is never read
-    here but handed whole to a RelayPipe, so the reader is taken on the first read.
-    """
+    """A streamed answer from env.AI.run(). The shell hands the untouched stream to a
+    RelayPipe; read() serves only drive(), for a model that streams although asked for a whole
+    answer. After cancel() no read reaches the stream again."""
 
     __slots__ = ("stream", "_reader", "_stopped")
 
@@ -123,6 +111,7 @@ class JsByteSource:
 # as the body arrives, and a sender's chunking (65,000 one-byte chunks cost ~6 s of CPU with
 # one read per chunk, measured on workerd) no longer decides how often Python is called.
 BODY_READ_BYTES = 8192
+_UPLOAD_GONE = "The client closed the connection during the upload."
 
 
 async def iter_body(request: "js.Request") -> AsyncIterator[bytes]:
@@ -134,7 +123,6 @@ async def iter_body(request: "js.Request") -> AsyncIterator[bytes]:
     body = request.body
     if body is None or not body:
         return
-    gone = "The client closed the connection during the upload."
     declared = request.headers.get("content-length")
     if isinstance(declared, str) and declared.isascii() and declared.strip().isdigit():
         # Measured on workerd: every resumption of Python from a JS promise costs ~0.1-0.2 ms
@@ -144,7 +132,7 @@ async def iter_body(request: "js.Request") -> AsyncIterator[bytes]:
         try:
             data = await request.arrayBuffer()
         except JsException as exc:
-            raise ApiError(499, "client_gone", gone) from exc
+            raise ClientGone(_UPLOAD_GONE) from exc
         if data.byteLength:
             yield data.to_bytes()
         return
@@ -154,7 +142,7 @@ async def iter_body(request: "js.Request") -> AsyncIterator[bytes]:
             try:
                 result = await reader.readAtLeast(BODY_READ_BYTES, js.Uint8Array.new(BODY_READ_BYTES * 8))
             except JsException as exc:
-                raise ApiError(499, "client_gone", gone) from exc
+                raise ClientGone(_UPLOAD_GONE) from exc
             value = result.value  # undefined (None) or a zero-length view at the end
             if value and value.byteLength:
                 yield value.to_bytes()
