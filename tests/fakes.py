@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+
+from app import Context
+from settings import Settings
+from think_tags import Part
+from web import WebRequest
 
 STALL = object()
 
@@ -77,3 +83,24 @@ class FakeLimiter:
     async def allow(self, key: str) -> bool:
         self.keys.append(key)
         return self.keys.count(key) <= self.limit
+
+
+async def no_body() -> AsyncIterator[bytes]:
+    yield b""
+
+
+def completion_context(settings: Settings) -> Context:
+    """What the OpenAI parser reads of a request: its settings (no body, no model calls)."""
+    request = WebRequest(method="POST", url="http://x/v1/chat/completions", path="/v1/chat/completions", headers={}, body=no_body())
+    return Context(request=request, settings=settings, model=None)  # type: ignore[arg-type]
+
+
+def merged(parts: list[Part]) -> list[Part]:
+    """Adjacent parts of one kind joined: how many pieces a text came in is not the point."""
+    out: list[Part] = []
+    for kind, text in parts:
+        if out and out[-1][0] == kind:
+            out[-1] = (kind, out[-1][1] + text)
+        else:
+            out.append((kind, text))
+    return out

@@ -3,26 +3,18 @@ from typing import Any
 
 import pytest
 
-from app import Context
 from errors import ApiError
 from openai_compat import CompletionEncoder, Collector, openai_error, parse_completion
 from relay import Failed, Finished
 from upstream import TEXT, THINKING
+from fakes import completion_context, no_body
 from settings import load
 from web import WebRequest
 
 SETTINGS = load({"AI_MODELS": "m1,m2"}.get)
 
 
-async def _no_body() -> Any:
-    yield b""
-
-
-CTX = Context(
-    request=WebRequest(method="POST", url="http://x/v1/chat/completions", path="/v1/chat/completions", headers={}, body=_no_body()),
-    settings=SETTINGS,
-    model=None,  # type: ignore[arg-type]
-)
+CTX = completion_context(SETTINGS)
 USER = [{"role": "user", "content": "hi"}]
 
 
@@ -262,7 +254,7 @@ def test_model_route_takes_ids_with_slashes_and_percent_encoding() -> None:
     env = {"AI_MODELS": "@cf/meta/llama-3.1-8b-instruct"}.get
 
     def get(path: str) -> tuple[int, Any]:
-        request = WebRequest(method="GET", url="http://x" + path, path=path, headers={}, body=_no_body())
+        request = WebRequest(method="GET", url="http://x" + path, path=path, headers={}, body=no_body())
         response = asyncio.run(handle(request, env, None, TABLE, limiter=None))  # type: ignore[arg-type]
         assert isinstance(response.body, bytes)
         return response.status, json.loads(response.body)

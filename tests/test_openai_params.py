@@ -4,12 +4,11 @@ from typing import Any
 import pytest
 
 import openai_params
-from app import Context
 from errors import ApiError
 from openai_compat import parse_completion
 from openai_params import NEUTRAL, PARAMS, PASSED, REFUSED, table
+from fakes import completion_context
 from settings import load
-from web import WebRequest
 
 NATIVE = "@cf/meta/llama-3.1-8b-instruct"
 OPENAI = "@cf/openai/gpt-oss-20b"
@@ -17,15 +16,7 @@ SETTINGS = load({"AI_MODELS": f"{NATIVE},{OPENAI}"}.get)
 USER = [{"role": "user", "content": "hi"}]
 
 
-async def _no_body() -> Any:
-    yield b""
-
-
-CTX = Context(
-    request=WebRequest(method="POST", url="http://x/v1/chat/completions", path="/v1/chat/completions", headers={}, body=_no_body()),
-    settings=SETTINGS,
-    model=None,  # type: ignore[arg-type]
-)
+CTX = completion_context(SETTINGS)
 
 
 def inputs(model: str = NATIVE, **params: Any) -> dict[str, Any]:

@@ -1,18 +1,12 @@
 import pytest
 
+from fakes import merged
 from think_tags import TEXT, THINKING, Part, ThinkTags
 
 
 def run(pieces: list[str], *, thinking: bool) -> list[Part]:
     tags = ThinkTags(thinking=thinking)
-    parts = [part for piece in pieces for part in tags.feed(piece)] + tags.flush()
-    out: list[Part] = []
-    for kind, text in parts:
-        if out and out[-1][0] == kind:
-            out[-1] = (kind, out[-1][1] + text)
-        else:
-            out.append((kind, text))
-    return out
+    return merged([part for piece in pieces for part in tags.feed(piece)] + tags.flush())
 
 
 # (model text, starts inside <think>?, parts)

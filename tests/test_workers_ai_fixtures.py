@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from chat_events import ChatEncoder
+from fakes import merged
 from openai_compat import Collector, CompletionEncoder
 from relay import Encoder, Relay, Timing
 from upstream import TEXT, THINKING, Part, UpstreamDecoder
@@ -96,16 +97,6 @@ def splits(data: bytes) -> list[list[bytes]]:
     out += [[data[:a], data[a:]] for a in range(len(data) + 1)]
     step = max(1, len(data) // 40)
     out += [[data[:a], data[a:b], data[b:]] for a in range(0, len(data) + 1, step) for b in range(a, len(data) + 1, step - 1 or 1)]
-    return out
-
-
-def merged(parts: list[Part]) -> list[Part]:
-    out: list[Part] = []
-    for kind, text in parts:
-        if out and out[-1][0] == kind:
-            out[-1] = (kind, out[-1][1] + text)
-        else:
-            out.append((kind, text))
     return out
 
 
