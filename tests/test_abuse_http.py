@@ -7,11 +7,9 @@ the epoch, counted per key; 10 and 60 are the only periods it and wrangler accep
 
 from __future__ import annotations
 
-import json
 import secrets
 import time
 from collections.abc import Iterator
-from typing import Any
 
 import httpx
 import openai

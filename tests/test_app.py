@@ -5,7 +5,6 @@ from typing import Any
 
 import pytest
 
-import openai_compat  # noqa: F401  (adds the /v1 routes)
 from app import UpstreamFailure, handle
 from routes import TABLE
 from fakes import FakeLimiter, FakeModel, frames
