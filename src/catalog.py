@@ -11,12 +11,16 @@ from dataclasses import dataclass
 
 _REASONING = ("gpt-oss", "kimi", "glm", "qwq", "deepseek-r1")
 _OPENS_THINKING = ("deepseek-r1",)
+# Models that take OpenAI's input schema (ChatCompletionsInput) and stream OpenAI-shaped
+# chunks; the built-in model (local/model.mjs isReasoningModel) picks its shape by the same rule.
+_OPENAI_SCHEMA = ("gpt-oss", "kimi", "glm", "qwq")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ModelInfo:
     reasons: bool
     opens_thinking: bool  # native text begins inside <think>, its opening tag left out
+    openai_schema: bool = False  # inputs as OpenAI's chat completions (stop, not top_k)
 
 
 def info(model: str) -> ModelInfo:
@@ -24,4 +28,5 @@ def info(model: str) -> ModelInfo:
     return ModelInfo(
         reasons=any(tag in name for tag in _REASONING),
         opens_thinking=any(tag in name for tag in _OPENS_THINKING),
+        openai_schema=any(tag in model for tag in _OPENAI_SCHEMA),
     )

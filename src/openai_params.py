@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import catalog
 from errors import ApiError, clip, invalid
 
 PASSED = "passed"
@@ -29,13 +30,8 @@ NEUTRAL = "neutral"
 REFUSED = "refused"
 OWN = "endpoint"  # read by the endpoint itself (model, messages, stream, ...)
 
-# Ids whose models take OpenAI's input schema (and stream OpenAI-shaped chunks); the
-# built-in model (local/model.mjs isReasoningModel) picks its shape by the same rule.
-_CHAT_COMPLETIONS_MODELS = re.compile(r"gpt-oss|kimi|glm|qwq")
-
-
 def takes_openai_inputs(model: str) -> bool:
-    return _CHAT_COMPLETIONS_MODELS.search(model) is not None
+    return catalog.info(model).openai_schema
 
 
 Check = Callable[[str, object], object]
