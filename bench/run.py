@@ -13,11 +13,15 @@ import platform
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+import knockouts  # noqa: E402  (bench/knockouts.py, beside this file)
+
 RESULTS_JSON = ROOT / "bench" / "results.json"
 RESULTS_MD = ROOT / "bench" / "RESULTS.md"
 VARIANTS = ("python_relay", "passthrough", "js_identity", "js_reframer")
@@ -160,6 +164,40 @@ def targets(results: dict[str, Any]) -> list[str]:
     return lines + [""]
 
 
+def statuses(row: dict[str, Any]) -> str:
+    counts = row.get("statuses") or {}
+    return ", ".join(f"{n} x {code}" for code, n in sorted(counts.items()))
+
+
+def stages_section(anatomy: dict[str, Any]) -> list[str]:
+    """The 10-token request cut off at successive points (bench/knockouts.py): each row's cost
+    minus the row above is what that stage adds."""
+    found = [(f"cut: {what}", anatomy.get(f"py_cut_{name}: POST 10-token answer")) for name, (what, _) in knockouts.CUTS.items()]
+    found.append(("the whole relay (+ the pipe, each frame through Python, the request's end)", anatomy.get("relay: POST 10-token answer")))
+    rows = [(label, row) for label, row in found if isinstance(row, dict)]
+    if len(rows) < 2:
+        return []
+    out = [
+        "### The same 10-token request, cut off at successive points (bench/knockouts.py)",
+        "",
+        "workerd's clocks stand still while code runs, so no profiler inside the Worker sees time pass;",
+        "each row is a copy of src/ that answers at that point, interleaved with the others request by request.",
+        "",
+        "| stop after | ms per request (median) | added by this stage | statuses |",
+        "|---|---|---|---|",
+    ]
+    previous = None
+    for label, row in rows:
+        ms = float(row["msPerRequest"])
+        added = "" if previous is None else f"{ms - previous:+.2f}"
+        out.append(f"| {label} | {ms:.2f} | {added} | {statuses(row)} |")
+        previous = ms
+    passthrough = anatomy.get("passthrough: POST 10-token answer")
+    if isinstance(passthrough, dict):
+        out.append(f"| (the Python passthrough Worker, for comparison) | {float(passthrough['msPerRequest']):.2f} | | {statuses(passthrough)} |")
+    return out + [""]
+
+
 def render(results: dict[str, Any], host: dict[str, Any] | None) -> str:
     m = results["machine"]
     out = [
@@ -184,6 +222,7 @@ def render(results: dict[str, Any], host: dict[str, Any] | None) -> str:
     if isinstance(results.get("anatomy"), dict) and "error" not in results["anatomy"]:
         out += ["## Where a request's CPU goes (ms of workerd CPU per request; median, requests interleaved one by one)", ""]
         out += table({k: v for k, v in results["anatomy"].items()}, ["msPerRequest", "mean", "requests"], "request") + [""]
+        out += stages_section(results["anatomy"])
     if "crossings" in results and "error" not in results["crossings"]:
         out += crossings_section(results["crossings"]) + [""]
     if "ttfb" in results and "error" not in results["ttfb"]:
@@ -278,7 +317,11 @@ def main() -> int:
             command += ["--only", args.only]
         if args.before_src:
             command += ["--before-src", args.before_src]
-        subprocess.run(command, check=True, env=os.environ.copy())
+        with tempfile.TemporaryDirectory(prefix="bench-cuts-") as cuts:
+            if not args.only or "anatomy" in args.only.split(","):
+                for name in knockouts.CUTS:
+                    command += ["--src", f"cut_{name}={knockouts.make(Path(cuts), name)}"]
+            subprocess.run(command, check=True, env=os.environ.copy())
         results = json.loads(RESULTS_JSON.read_text())
         results["host"] = host
         results["totalSeconds"] = time.monotonic() - started

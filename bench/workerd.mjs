@@ -23,7 +23,11 @@ const { values: args } = parseArgs({ options: {
   // A/B: another copy of src/ (e.g. `git worktree add /tmp/before HEAD~1`, then /tmp/before/src)
   // run as one more variant, python_relay_before, interleaved with the rest.
   "before-src": { type: "string", default: "" },
+  // More copies of src/ as variants of their own, repeatable: --src nolog=/tmp/k/nolog/src
+  // (knock-out experiments: each is a python_relay with one piece changed, interleaved).
+  src: { type: "string", multiple: true, default: [] },
 } });
+const EXTRA_SRC = Object.fromEntries(args.src.map((spec) => { const i = spec.indexOf("="); return [`py_${spec.slice(0, i)}`, spec.slice(i + 1)]; }));
 const QUICK = args.quick;
 const ROUNDS = Number(args.rounds);
 const ONLY = new Set(args.only ? args.only.split(",") : []);
@@ -98,9 +102,15 @@ async function variantOptions(name, modelUrl) {
     // The rate limit is the deployment's brake, not what is measured: lifted here.
     return workerOptions({ vars: { LOCAL_DEV_STATS: "1", AI_MAX_TOKENS_LIMIT: "200000", AI_MAX_TOKENS_DEFAULT: "120000", UPSTREAM_TIMEOUT_SECONDS: "60" }, modelUrl, ratelimit: { limit: 1000000000, period: 60 } });
   }
-  if (name === "python_relay_before") {
+  if (name === "python_relay_before" || name in EXTRA_SRC) {
     const options = await variantOptions("python_relay", modelUrl);
-    const dir = path.resolve(args["before-src"]);
+    if (EXTRA_SRC[name] === "noassets") {
+      // The same Worker without [assets]: locally every request then skips miniflare's asset
+      // router, whose CPU runs in the same workerd process (on Cloudflare it is not the Worker's).
+      const { assets, ...rest } = options;
+      return { ...rest, name };
+    }
+    const dir = path.resolve(name in EXTRA_SRC ? EXTRA_SRC[name] : args["before-src"]);
     const names = fs.readdirSync(dir).filter((f) => f.endsWith(".py")).sort((a, b) => (a === "entry.py" ? -1 : b === "entry.py" ? 1 : a < b ? -1 : 1));
     return { ...options, name, modulesRoot: dir, modules: names.map((f) => ({ type: "PythonModule", path: path.join(dir, f) })) };
   }
@@ -122,7 +132,7 @@ async function variantOptions(name, modelUrl) {
   return { name, modules: true, scriptPath: path.join(workers, script), compatibilityDate: COMPAT_DATE, compatibilityFlags: ["enable_request_signal"], ai };
 }
 
-const PATHS = { python_relay: "/api/v1/chat", python_relay_before: "/api/v1/chat", passthrough: "/", js_identity: "/", js_reframer: "/" };
+const PATHS = { python_relay: "/api/v1/chat", python_relay_before: "/api/v1/chat", passthrough: "/", js_identity: "/", js_reframer: "/", ...Object.fromEntries(Object.keys(EXTRA_SRC).map((k) => [k, "/api/v1/chat"])) };
 
 async function startVariant(name, modelUrl, Miniflare, Log, LogLevel) {
   const before = new Set(childrenOf(process.pid));
@@ -323,8 +333,12 @@ function rawRequest(url, method, body, contentType = "application/json") {
   });
 }
 
-async function anatomyBench(relay, passthrough, before) {
+async function anatomyBench(relay, passthrough, before, extra = []) {
   const kinds = {};
+  for (const v of extra) {
+    kinds[`${v.name}: POST 10-token answer`] = [v, () => rawRequest(new URL("/api/v1/chat", v.url), "POST", JSON.stringify(chatBody({ tokens: 10 })))];
+    kinds[`${v.name}: GET /api/v1/models`] = [v, () => rawRequest(new URL("/api/v1/models", v.url), "GET", null)];
+  }
   for (const [tag, v] of [["relay", relay], ["before", before]]) {
     if (!v) continue;
     const chat = new URL("/api/v1/chat", v.url);
@@ -343,15 +357,17 @@ async function anatomyBench(relay, passthrough, before) {
   // so that drift on this shared machine spreads over every kind alike.
   const n = QUICK ? 60 : 150;
   const out = {};
+  const statuses = {};
   for (let i = 0; i < n; i++) {
     for (const [label, [v, send]] of Object.entries(kinds)) {
       const before = cpuOf(v.pid);
-      await send();
+      const status = await send();
       await sleep(3);
       (out[label] ??= []).push(cpuOf(v.pid).ms - before.ms);
+      (statuses[label] ??= {})[status] = (statuses[label][status] ?? 0) + 1;
     }
   }
-  return Object.fromEntries(Object.entries(out).map(([k, xs]) => [k, { msPerRequest: median(xs), mean: xs.reduce((a, b) => a + b, 0) / xs.length, requests: xs.length }]));
+  return Object.fromEntries(Object.entries(out).map(([k, xs]) => [k, { msPerRequest: median(xs), mean: xs.reduce((a, b) => a + b, 0) / xs.length, requests: xs.length, statuses: statuses[k] }]));
 }
 
 // ---------------------------------------------------------------- 2. time to first byte
@@ -615,7 +631,7 @@ async function main() {
       node: process.version, workerd: fs.readFileSync(path.join(ROOT, "node_modules", "workerd", "package.json"), "utf8").match(/"version":\s*"([^"]+)"/)?.[1],
       loadavg: fs.readFileSync("/proc/loadavg", "utf8").trim() },
   };
-  const names = ["python_relay", ...(args["before-src"] ? ["python_relay_before"] : []), "passthrough", "js_identity", "js_reframer"];
+  const names = ["python_relay", ...(args["before-src"] ? ["python_relay_before"] : []), ...Object.keys(EXTRA_SRC), "passthrough", "js_identity", "js_reframer"];
   const variants = [];
   try {
     for (const name of names) {
@@ -640,10 +656,12 @@ async function main() {
       await part("crossings", "crossings", () => crossingsBench(probes[0], probes[1]));
       for (const v of probes) { v.agent.destroy(); await v.mf.dispose().catch(() => {}); }
     }
-    await part("anatomy", "per-request anatomy", () => anatomyBench(by.python_relay, by.passthrough, by.python_relay_before));
+    await part("anatomy", "per-request anatomy", () => anatomyBench(by.python_relay, by.passthrough, by.python_relay_before, variants.filter((v) => v.name in EXTRA_SRC)));
     await part("identity", "identical output check", () => identityCheck(by.python_relay, by.js_reframer));
-    await part("cpu", "cpu", () => cpuBench(variants));
-    await part("ttfb", "ttfb", () => ttfbBench(variants, QUICK ? 50 : 200));
+    // Knock-out copies (bench/knockouts.py, named cut_*) only take part in the anatomy.
+    const measured = variants.filter((v) => !v.name.startsWith("py_cut_"));
+    await part("cpu", "cpu", () => cpuBench(measured));
+    await part("ttfb", "ttfb", () => ttfbBench(measured, QUICK ? 50 : 200));
     await part("disconnect", "disconnect", () => disconnectBench([by.python_relay, by.js_reframer], model.url, QUICK ? 40 : 200));
     await part("leaks", "leaks", () => leakBench(by.python_relay, by.js_reframer, QUICK ? 200 : 1000, model.url));
     await part("cancels", "cancels while other streams run", () => cancelsBench([by.python_relay, by.js_reframer], model.url, [1, 5, 12, 25], QUICK ? 40 : 100));
