@@ -96,6 +96,11 @@ def _then_glue(upstream: Any, signal: Any, ctx: Any, copy: bool, wait: bool, voi
         _count(f"end_{how}{'_after_' + state['gone'] if state['gone'] else ''}")
         if signal:
             signal.removeEventListener("abort", p_gone_signal)
+        # Not from inside a proxy's own call (measured: pyodide's fatal "table index is out of
+        # bounds" under load when on_chunk destroyed itself): on the next turn of the loop.
+        asyncio.get_event_loop().call_soon(release)
+
+    def release() -> None:
         for proxy in proxies:
             proxy.destroy()
         _count("proxies_destroyed", len(proxies))
