@@ -273,7 +273,7 @@ async function identityCheck(relay, peer) {
 
 const JS_MODES = ["direct", "transform", "identity_transform", "transform_then_identity", "text_streams", "reader_loop"];
 const PY_MODES = ["hello", "direct", "py_transform_same", "py_transform_bytes", "py_transform_text", "py_sink_identity",
-  "py_transform_noop", "py_sink_void", "py_sink_void_wait", "py_then_identity", "py_then_identity_bytes", "py_then_identity_void", "py_then_identity_wait", "py_async_identity", "py_async_identity_wait"];
+  "py_transform_noop", "py_sink_void", "py_sink_void_wait", "py_sink_relay", "py_sink_relay_wait", "py_then_identity", "py_then_identity_bytes", "py_then_identity_void", "py_then_identity_wait", "py_async_identity", "py_async_identity_wait"];
 // BENCH_PY_MODES / BENCH_JS_MODES=a,b: run only those probe modes (a shorter interleaved run).
 const pickModes = (all, env) => (process.env[env] ? all.filter((m) => process.env[env].split(",").includes(m)) : all);
 
@@ -287,6 +287,7 @@ async function crossingsBench(jsProbe, pyProbe, jsReframer = null) {
         if (mode === "hello" && tokens !== 10) continue;
         const key = `${v.name.startsWith("js_") ? "js" : "py"}:${mode}`;
         const cell = `${tokens}/${pace ? "paced" : "once"}`;
+        if (process.env.BENCH_SAY_ROWS) say(`crossings round ${round + 1} ${key} ${cell}`);
         await sleep(30);
         const before = cpuOf(v.pid);
         const results = await pool(Array.from({ length: requests }, () => ({ ...chatBody({ tokens, pace }), mode })), pace ? requests : 1, (b) => post(v, b));

@@ -148,6 +148,81 @@ def _then_glue(upstream: Any, signal: Any, ctx: Any, copy: bool, wait: bool, voi
     return pair.readable
 
 
+def _sink_glue(upstream: Any, signal: Any, ctx: Any, wait: bool, watch_closed: bool = True) -> Any:
+    """upstream.pipeTo(WritableStream) with a Python write(); chunks go to an IdentityTransformStream
+    through _void_caller, so no promise reaches Python per chunk. A relay-ready ending:
+
+    - the upstream ends or fails: pipeTo settles (pyodide's then, Python callables, no proxy);
+    - the client leaves: request.signal aborts, or writer.closed rejects (the response body
+      was cancelled): our AbortController aborts the pipe, which cancels the upstream.
+    Proxies (write, the signal listener) are destroyed on the first ending, on the next loop
+    turn; the pipe settling later is ignored. A write after that throws (destroyed proxy):
+    the pipe then cancels the upstream."""
+    pair = js.IdentityTransformStream.new()
+    writer = pair.writable.getWriter()
+    send = _void_caller(js.Reflect.get(writer, "write"), writer)
+    stop = js.AbortController.new()
+    ignore = js.Boolean
+    state = {"ended": False, "gone": ""}
+    proxies: list[Any] = []
+    done = js.Promise.withResolvers() if wait else None
+
+    def write(chunk: Any, _controller: Any = None) -> None:
+        send(chunk)
+
+    def end(how: str) -> None:
+        if state["ended"]:
+            _count(f"late_{how}")
+            return
+        state["ended"] = True
+        _count(f"end_{how}")
+        if signal:
+            signal.removeEventListener("abort", p_gone)
+        asyncio.get_event_loop().call_soon(release)
+
+    def release() -> None:
+        for proxy in proxies:
+            proxy.destroy()
+        _count("proxies_destroyed", len(proxies))
+        proxies.clear()
+        if done is not None:
+            done.resolve()
+
+    def settled_ok(_: Any = None) -> None:
+        if not state["ended"]:
+            writer.close().catch(ignore)
+        end("done")
+
+    def settled_fail(_: Any = None) -> None:
+        if not state["ended"]:
+            writer.abort().catch(ignore)
+        end("failed" if not state["gone"] else "aborted")
+
+    def gone(how: str) -> None:
+        _count(f"gone_{how}")
+        if state["gone"] or state["ended"]:
+            return
+        state["gone"] = how
+        stop.abort()
+        writer.abort().catch(ignore)
+        end(f"gone_{how}")
+
+    p_write = create_proxy(write)
+    p_gone = create_proxy(lambda _=None: gone("signal"))
+    proxies += [p_write, p_gone]
+    _count("proxies_made", len(proxies))
+    _count("started")
+    if signal:
+        signal.addEventListener("abort", p_gone)
+    if watch_closed:
+        writer.closed.then(ignore, lambda _=None: gone("closed"))
+    sink = js.WritableStream.new(_obj({"write": p_write}))
+    upstream.pipeTo(sink, _obj({"signal": stop.signal})).then(settled_ok, settled_fail)
+    if done is not None:
+        ctx.waitUntil(done.promise)
+    return pair.readable
+
+
 def _async_glue(upstream: Any, ctx: Any, wait: bool) -> Any:
     """An asyncio task: `while True: await reader.read()`, into an IdentityTransformStream."""
     pair = js.IdentityTransformStream.new()
@@ -395,6 +470,9 @@ class Default(WorkerEntrypoint):  # type: ignore[misc]  # the SDK has no stubs
             body_out = _then_glue(upstream, raw.signal, self.ctx, copy="_bytes" in mode, wait="_wait" in mode,
                                   void_write="_void" in mode)
             return Response(body_out, headers=headers)
+        if mode.startswith("py_sink_relay"):  # py_sink_relay[_wait][_noclosed]
+            raw = request.js_object
+            return Response(_sink_glue(upstream, raw.signal, self.ctx, wait="_wait" in mode, watch_closed="_noclosed" not in mode), headers=headers)
         if mode.startswith("py_async_identity"):
             return Response(_async_glue(upstream, self.ctx, wait=mode.endswith("_wait")), headers=headers)
         proxies: list[Any] = []
