@@ -273,7 +273,7 @@ async function identityCheck(relay, peer) {
 
 const JS_MODES = ["direct", "transform", "identity_transform", "transform_then_identity", "text_streams", "reader_loop", "sink_identity"];
 const PY_MODES = ["hello", "direct", "py_transform_same", "py_transform_bytes", "py_transform_text", "py_sink_identity",
-  "py_transform_noop", "py_sink_void", "py_sink_void_wait", "py_sink_relay", "py_sink_relay_wait", "py_then_identity", "py_then_identity_bytes", "py_then_identity_void", "py_then_identity_wait", "py_async_identity", "py_async_identity_wait"];
+  "py_transform_noop", "py_sink_void", "py_sink_void_bound", "py_sink_void_wait", "py_sink_relay", "py_sink_relay_wait", "py_then_identity", "py_then_identity_bytes", "py_then_identity_void", "py_then_identity_wait", "py_async_identity", "py_async_identity_wait"];
 // BENCH_PY_MODES / BENCH_JS_MODES=a,b: run only those probe modes (a shorter interleaved run).
 const pickModes = (all, env) => (process.env[env] ? process.env[env].split(",").filter((m) => all.includes(m)) : all); // in the order given
 

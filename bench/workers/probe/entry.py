@@ -481,6 +481,30 @@ class Default(WorkerEntrypoint):  # type: ignore[misc]  # the SDK has no stubs
             for proxy in proxies:
                 proxy.destroy()
 
+        if mode == "py_sink_void_bound":
+            # py_sink_void, but the sink's write is Function.prototype.call bound to the Python
+            # proxy (capture_this: the chunk arrives as `this`): the stream calls a JS builtin,
+            # which calls Python, instead of calling the PyProxy itself.
+            pair = js.IdentityTransformStream.new()
+            writer = pair.writable.getWriter()
+            send = _void_caller(js.Reflect.get(writer, "write"), writer)
+
+            def sink_this(chunk: Any, *_: Any) -> None:
+                send(chunk)
+
+            on_write = create_proxy(sink_this, capture_this=True)
+            proxies.append(on_write)
+            call = js.Reflect.get(js.Function.prototype, "call")
+            bound = js.Reflect.apply(js.Reflect.get(js.Function.prototype, "bind"), call, to_js([on_write]))
+            sink_stream = js.WritableStream.new(_obj({"write": bound}))
+
+            def closed_bound(_: Any = None) -> None:
+                writer.close().catch(js.Boolean)
+                done()
+
+            upstream.pipeTo(sink_stream).then(closed_bound, closed_bound)
+            return Response(pair.readable, headers=headers)
+
         if mode in ("py_sink_void", "py_sink_void_wait"):
             # upstream.pipeTo(WritableStream) whose Python write() returns nothing and writes
             # into an IdentityTransformStream through _void_caller (no promise reaches Python)
