@@ -272,8 +272,11 @@ async function identityCheck(relay, peer) {
 // ---------------------------------------------------------------- 1b. what each crossing costs
 
 const JS_MODES = ["direct", "transform", "identity_transform", "transform_then_identity", "text_streams", "reader_loop", "sink_identity"];
+// The then-chain and asyncio modes come last: per-chunk promises in Python crashed Pyodide under
+// concurrency in most runs (bench/GLUE-NOTES.md), and every later row of that process then fails.
 const PY_MODES = ["hello", "direct", "py_transform_same", "py_transform_bytes", "py_transform_text", "py_sink_identity",
-  "py_transform_noop", "py_sink_void", "py_sink_void_bound", "py_sink_void_wait", "py_sink_relay", "py_sink_relay_wait", "py_then_identity", "py_then_identity_bytes", "py_then_identity_void", "py_then_identity_wait", "py_async_identity", "py_async_identity_wait"];
+  "py_transform_noop", "py_sink_void", "py_sink_void_bound", "py_sink_void_wait", "py_sink_relay", "py_sink_relay_wait",
+  "py_async_identity", "py_async_identity_wait", "py_then_identity_void", "py_then_identity", "py_then_identity_wait", "py_then_identity_bytes"];
 // BENCH_PY_MODES / BENCH_JS_MODES=a,b: run only those probe modes (a shorter interleaved run).
 const pickModes = (all, env) => (process.env[env] ? process.env[env].split(",").filter((m) => all.includes(m)) : all); // in the order given
 
@@ -300,7 +303,8 @@ async function crossingsBench(jsProbe, pyProbe, jsReframer = null) {
   }
   // Single crossings in a loop inside one request: CPU per crossing.
   const LOOPS = pickModes(["env_getattr", "py_loop", "js_to_py", "js_to_py_2args", "py_to_js", "py_attr", "to_js_bytes", "to_bytes", "str_to_js",
-    "microtask_chain", "microtask_pythen", "microtask_pycatch", "microtask_promise_return", "microtask_promise_void", "microtask_await", "microtask_queue", "microtask_queue_chain", "microtask_settimeout"], "BENCH_LOOPS");
+    "microtask_queue", "microtask_queue_chain", "microtask_settimeout", "microtask_promise_void", "microtask_promise_return", "microtask_pycatch",
+    "microtask_chain", "microtask_await", "microtask_pythen"], "BENCH_LOOPS");
   const n = QUICK ? 20000 : 50000;
   for (let round = 0; round < ROUNDS; round++) {
     for (const kind of LOOPS) {
