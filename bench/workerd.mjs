@@ -15,7 +15,7 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
-const { values: args } = parseArgs({ options: {
+const { values: args } = parseArgs({ strict: process.argv[1] === fileURLToPath(import.meta.url), allowPositionals: true, options: {
   out: { type: "string", default: path.join(ROOT, "bench", "results.json") },
   rounds: { type: "string", default: "3" },
   quick: { type: "boolean", default: false },
@@ -79,7 +79,7 @@ function rssMb(pid) {
   return kb / 1024;
 }
 
-async function startModel() {
+export async function startModel() {
   const child = spawn(process.execPath, [path.join(ROOT, "local", "model.mjs"), "--port", "0", "--pace", "0"], { stdio: ["pipe", "pipe", "inherit"] });
   const url = await new Promise((resolve, reject) => {
     let seen = "";
@@ -134,7 +134,7 @@ async function variantOptions(name, modelUrl) {
 
 const PATHS = { python_relay: "/api/v1/chat", python_relay_before: "/api/v1/chat", passthrough: "/", js_identity: "/", js_reframer: "/", ...Object.fromEntries(Object.keys(EXTRA_SRC).map((k) => [k, "/api/v1/chat"])) };
 
-async function startVariant(name, modelUrl, Miniflare, Log, LogLevel) {
+export async function startVariant(name, modelUrl, Miniflare, Log, LogLevel) {
   const before = new Set(childrenOf(process.pid));
   const started = performance.now();
   const mf = new Miniflare({ host: "127.0.0.1", port: 0, log: new Log(LogLevel.WARN), ...(await variantOptions(name, modelUrl)) });
@@ -152,7 +152,7 @@ async function startVariant(name, modelUrl, Miniflare, Log, LogLevel) {
 let nonce = 0;
 
 /** A chat request body: answers of `tokens` tokens (half of them reasoning for gpt-oss). */
-function chatBody({ tokens, pace = 0, shape = "native", tag = "" }) {
+export function chatBody({ tokens, pace = 0, shape = "native", tag = "" }) {
   let directive;
   let model;
   if (shape === "native") { directive = `[[tokens:${tokens}]]`; model = NATIVE; }
@@ -165,7 +165,7 @@ function chatBody({ tokens, pace = 0, shape = "native", tag = "" }) {
  * POST a body; resolves with status, byte count, the bytes (keep) and times (epoch ms).
  * leaveAfterFirst: destroy the connection on the first body chunk (a client leaving).
  */
-async function post(variant, body, options = {}) {
+export async function post(variant, body, options = {}) {
   // A kept-alive socket the server closed just as we reused it ends before any response:
   // that is the harness's race, not the Worker's failure, so it is retried once.
   try { return await postOnce(variant, body, options); } catch (err) {
@@ -210,7 +210,7 @@ async function pool(items, concurrency, fn) {
   return results;
 }
 
-function getJson(url, agent) {
+export function getJson(url, agent) {
   return new Promise((resolve, reject) => {
     http.get(url, { agent: agent ?? false }, (res) => {
       const parts = [];
@@ -281,30 +281,40 @@ async function identityCheck(relay, peer) {
 
 // ---------------------------------------------------------------- 1b. what each crossing costs
 
-const JS_MODES = ["direct", "transform", "identity_transform", "transform_then_identity", "text_streams", "reader_loop"];
-const PY_MODES = ["hello", "direct", "py_transform_same", "py_transform_bytes", "py_transform_text", "py_sink_identity"];
+const JS_MODES = ["direct", "transform", "identity_transform", "transform_then_identity", "text_streams", "reader_loop", "sink_identity"];
+// The then-chain and asyncio modes come last: per-chunk promises in Python crashed Pyodide under
+// concurrency in most runs (bench/GLUE-NOTES.md), and every later row of that process then fails.
+const PY_MODES = ["hello", "direct", "py_transform_same", "py_transform_bytes", "py_transform_text", "py_sink_identity",
+  "py_transform_noop", "py_sink_void", "py_sink_void_bound", "py_sink_void_wait", "py_sink_relay", "py_sink_relay_wait",
+  "py_async_identity", "py_async_identity_wait", "py_then_identity_void", "py_then_identity", "py_then_identity_wait", "py_then_identity_bytes"];
+// BENCH_PY_MODES / BENCH_JS_MODES=a,b: run only those probe modes (a shorter interleaved run).
+const pickModes = (all, env) => (process.env[env] ? process.env[env].split(",").filter((m) => all.includes(m)) : all); // in the order given
 
-async function crossingsBench(jsProbe, pyProbe) {
+async function crossingsBench(jsProbe, pyProbe, jsReframer = null) {
   const out = {};
-  const rows = [...JS_MODES.map((m) => [jsProbe, m]), ...PY_MODES.map((m) => [pyProbe, m])];
+  const rows = [...pickModes(JS_MODES, "BENCH_JS_MODES").map((m) => [jsProbe, m]), ...pickModes(PY_MODES, "BENCH_PY_MODES").map((m) => [pyProbe, m]),
+    ...(jsReframer ? [[jsReframer, "reframer"]] : [])];
   for (let round = 0; round < Math.min(ROUNDS, 2); round++) {
     for (const [v, mode] of rows) {
       for (const [tokens, requests, pace] of [[1000, QUICK ? 2 : 4, 0], [10, QUICK ? 10 : 30, 0], [1000, QUICK ? 2 : 6, 2]]) {
         if (mode === "hello" && tokens !== 10) continue;
-        const key = `${v.name === "js_probe" ? "js" : "py"}:${mode}`;
+        const key = `${v.name.startsWith("js_") ? "js" : "py"}:${mode}`;
         const cell = `${tokens}/${pace ? "paced" : "once"}`;
+        if (process.env.BENCH_SAY_ROWS) say(`crossings round ${round + 1} ${key} ${cell}`);
         await sleep(30);
         const before = cpuOf(v.pid);
         const results = await pool(Array.from({ length: requests }, () => ({ ...chatBody({ tokens, pace }), mode })), pace ? requests : 1, (b) => post(v, b));
         await sleep(20);
         const after = cpuOf(v.pid);
         const bad = results.filter((r) => r.status !== 200).length;
-        (((out[key] ??= {})[cell] ??= []).push({ cpuMs: after.ms - before.ms, requests, tokens: tokens * requests, failed: bad }));
+        (((out[key] ??= {})[cell] ??= []).push({ cpuMs: after.ms - before.ms, requests, tokens: tokens * requests, failed: bad, bytesOut: results.reduce((n, r) => n + r.bytes, 0) }));
       }
     }
   }
   // Single crossings in a loop inside one request: CPU per crossing.
-  const LOOPS = ["env_getattr", "py_loop", "js_to_py", "js_to_py_2args", "py_to_js", "py_attr", "to_js_bytes", "to_bytes", "str_to_js"];
+  const LOOPS = pickModes(["env_getattr", "py_loop", "js_to_py", "js_to_py_2args", "py_to_js", "py_attr", "to_js_bytes", "to_bytes", "str_to_js",
+    "microtask_queue", "microtask_queue_chain", "microtask_settimeout", "microtask_promise_void", "microtask_promise_return", "microtask_pycatch",
+    "microtask_chain", "microtask_await", "microtask_pythen"], "BENCH_LOOPS");
   const n = QUICK ? 20000 : 50000;
   for (let round = 0; round < ROUNDS; round++) {
     for (const kind of LOOPS) {
@@ -313,6 +323,65 @@ async function crossingsBench(jsProbe, pyProbe) {
       const r = await post(pyProbe, { mode: kind.startsWith("microtask") ? `entries:${kind}` : `loop:${kind}`, n });
       const after = cpuOf(pyProbe.pid);
       ((out.loops ??= {})[kind] ??= []).push({ usPerCall: ((after.ms - before.ms) * 1000) / n, status: r.status });
+    }
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------- 1b'. glue probes: bytes per read, cancels
+
+// How many bytes one read of the upstream returns: the default reader, a BYOB reader with a
+// 64 KiB buffer, and readAtLeast(N, 64 KiB), for a whole answer written at once and a paced one.
+async function glueReadsBench(pyProbe) {
+  const out = {};
+  for (const kind of ["default", "byob", "atleast4096", "atleast65536"]) {
+    for (const [tokens, pace] of [[1000, 0], [1000, 2]]) {
+      const r = await post(pyProbe, { ...chatBody({ tokens, pace }), mode: `reads:${kind}` }, { keep: true });
+      const row = r.status === 200 ? JSON.parse(r.body.toString("utf8")) : { status: r.status, body: r.body.toString("utf8").slice(0, 300) };
+      out[`${kind} ${tokens}/${pace ? `paced${pace}` : "once"}`] = row;
+      say(`reads ${kind} ${tokens}/${pace}: ${JSON.stringify(row)}`);
+    }
+  }
+  return out;
+}
+
+// cancelsBench for probe modes: rows of [variant, mode] (mode null: the Worker as it is). For
+// the probe, its glue counters are read before and after each level (proxies made/destroyed,
+// which ending each stream took).
+async function glueCancelsBench(rows, modelUrl, levels, streams) {
+  const out = [];
+  const statsOf = async (v) => JSON.parse((await post(v, { mode: "stats" }, { keep: true })).body.toString("utf8"));
+  for (const c of levels) {
+    for (const [v, mode] of rows) {
+      const label = mode ? `${v.name}:${mode}` : v.name;
+      const before = mode ? await statsOf(v) : null;
+      const left = new Set();
+      const n = c === 1 ? Math.min(streams, 20) : streams;
+      const items = Array.from({ length: n }, (_, i) => `gx-${label.replace(/[^\w]/g, "_")}-${c}-${i}`);
+      const t0 = performance.now();
+      await pool(items, c, (tag, i) => {
+        const leaves = i % 2 === 1;
+        if (leaves) left.add(tag);
+        const body = chatBody({ tokens: leaves ? 200 : 20, pace: leaves ? 10 : 2, tag });
+        return post(v, mode ? { ...body, mode } : body, { leaveAfterFirst: leaves });
+      });
+      const wallMs = performance.now() - t0;
+      await sleep(2500);
+      const calls = await getJson(new URL("__local/calls", modelUrl));
+      let early = 0;
+      let ranToEnd = 0;
+      for (const call of calls) {
+        const tag = call.inputs?.messages?.at(-1)?.content?.match(/run-(gx-\S+)/)?.[1];
+        if (!tag || !left.has(tag)) continue;
+        if (call.clientClosedAt != null) early += 1; else if (call.finishedAt != null) ranToEnd += 1;
+      }
+      const row = { variant: label, concurrency: c, streams: n, cancelled: left.size, upstreamClosedEarly: early, ranToEnd, wallMs };
+      if (mode) {
+        const after = await statsOf(v);
+        row.stats = Object.fromEntries(Object.keys(after).map((k) => [k, after[k] - (before[k] ?? 0)]).filter(([, d]) => d));
+      }
+      out.push(row);
+      say(`glue cancels ${label} at ${c}: ${early}/${left.size} closed early ${row.stats ? JSON.stringify(row.stats) : ""}`);
     }
   }
   return out;
@@ -631,7 +700,11 @@ async function main() {
       node: process.version, workerd: fs.readFileSync(path.join(ROOT, "node_modules", "workerd", "package.json"), "utf8").match(/"version":\s*"([^"]+)"/)?.[1],
       loadavg: fs.readFileSync("/proc/loadavg", "utf8").trim() },
   };
-  const names = ["python_relay", ...(args["before-src"] ? ["python_relay_before"] : []), ...Object.keys(EXTRA_SRC), "passthrough", "js_identity", "js_reframer"];
+  // Only probe parts wanted: start only the Workers they use (glue_cancels compares with the relay and the JS peer).
+  const PROBE_PARTS = ["crossings", "glue_reads", "glue_cancels"];
+  const probeOnly = ONLY.size > 0 && [...ONLY].every((p) => PROBE_PARTS.includes(p));
+  const names = probeOnly ? (wanted("glue_cancels") && process.env.BENCH_GLUE_PEERS !== "0" ? ["python_relay", "js_reframer"] : [])
+    : ["python_relay", ...(args["before-src"] ? ["python_relay_before"] : []), ...Object.keys(EXTRA_SRC), "passthrough", "js_identity", "js_reframer"];
   const variants = [];
   try {
     for (const name of names) {
@@ -650,11 +723,18 @@ async function main() {
       say(label);
       try { results[key] = await fn(); } catch (err) { say(`${key} failed: ${err?.stack ?? err}`); results[key] = { error: String(err?.stack ?? err) }; }
     };
-    if (wanted("crossings")) {
+    if (PROBE_PARTS.some(wanted)) {
       const probes = [await startVariant("js_probe", model.url, Miniflare, Log, LogLevel), await startVariant("probe", model.url, Miniflare, Log, LogLevel)];
+      // The JS re-framer (the peer the relay competes with) as one more row of the crossings table.
+      if (wanted("crossings")) probes.push(by.js_reframer ?? await startVariant("js_reframer", model.url, Miniflare, Log, LogLevel));
       for (const v of probes) await post(v, { ...chatBody({ tokens: 100 }), mode: "direct" });
-      await part("crossings", "crossings", () => crossingsBench(probes[0], probes[1]));
-      for (const v of probes) { v.agent.destroy(); await v.mf.dispose().catch(() => {}); }
+      await part("crossings", "crossings", () => crossingsBench(probes[0], probes[1], probes[2]));
+      await part("glue_reads", "glue: bytes per read", () => glueReadsBench(probes[1]));
+      const glueModes = (process.env.BENCH_GLUE_MODES ?? "py_then_identity,py_then_identity_wait").split(",");
+      const peers = [by.python_relay, by.js_reframer].filter(Boolean).map((v) => [v, null]);
+      await part("glue_cancels", "glue: cancels while other streams run",
+        () => glueCancelsBench([...glueModes.map((m) => [probes[1], m]), ...peers], model.url, [1, 5, 12, 25], Number(process.env.BENCH_GLUE_STREAMS ?? 50)));
+      for (const v of probes) if (v !== by.js_reframer) { v.agent.destroy(); await v.mf.dispose().catch(() => {}); }
     }
     await part("anatomy", "per-request anatomy", () => anatomyBench(by.python_relay, by.passthrough, by.python_relay_before, variants.filter((v) => v.name in EXTRA_SRC)));
     await part("identity", "identical output check", () => identityCheck(by.python_relay, by.js_reframer));

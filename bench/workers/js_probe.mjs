@@ -18,6 +18,15 @@ function stage(mode, upstream) {
       })().catch(() => {});
       return readable;
     }
+    case "sink_identity": {
+      // upstream.pipeTo(a JS WritableStream) whose write() writes into an IdentityTransformStream
+      // without awaiting: the JS twin of the Python probe's py_sink_void.
+      const { readable, writable } = new IdentityTransformStream();
+      const writer = writable.getWriter();
+      upstream.pipeTo(new WritableStream({ write(chunk) { writer.write(chunk).catch(() => {}); } }))
+        .then(() => writer.close(), (err) => writer.abort(err)).catch(() => {});
+      return readable;
+    }
     default: throw new Error(`unknown mode ${mode}`);
   }
 }
