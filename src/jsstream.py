@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import js
-from pyodide.ffi import JsException, create_once_callable, create_proxy, to_js
+from pyodide.ffi import JsException, create_proxy, to_js
 
 from errors import ClientGone
 from relay import Relay
@@ -27,13 +27,6 @@ log = logging.getLogger("jsstream")
 # Alive while their proxies are: a leaked proxy keeps its owner here (see live_streams()).
 _LIVE: weakref.WeakSet[Any] = weakref.WeakSet()
 _COUNTS = {"created": 0, "destroyed": 0, "relays": 0, "relays_ended": 0, "clients_gone": 0}
-
-# Events the relay may queue for a client that reads slowly. Measured on workerd: a client
-# that leaves after the upstream has ended gets no abort, no cancel and no timer in the
-# Worker, so a pipe stalled on backpressure would never end. Reading ahead lets every
-# answer reach its end (it is bounded by max_tokens); while the upstream is still open,
-# request.signal does fire, and stops it at once.
-READ_AHEAD_EVENTS = 16384
 
 
 def live_streams() -> dict[str, Any]:
@@ -152,23 +145,53 @@ async def iter_body(request: "js.Request") -> AsyncIterator[bytes]:
         _ignore(reader.cancel())
 
 
-class RelayPipe:
-    """upstream.pipeTo(TransformStream) with the relay as the transformer.
+def _void_caller(fn: Any, this: Any, *bound: Any) -> Callable[[Any], None]:
+    """call(value): `fn.call(this, *bound, value)`, made by JS, its result dropped in JS.
 
-    JavaScript does the pumping; Python is called once per upstream chunk, synchronously,
-    and once per ping interval by one timer. It is wired step by step from Python (a few JS
-    calls per answer), because workerd makes no code from strings.
+    Measured on workerd (bench/GLUE-NOTES.md): a JS call from Python that returns a promise
+    hands Python a PyodideFuture, with Pyodide's own then() attached: ~35 us to make, and it
+    enters Python again when it settles; a .catch() on it costs ~190 us. Per chunk that was
+    most of the relay's CPU, and under load promise traffic through Pyodide ended in fatal
+    errors. Array.prototype.forEach calls its callback and drops what it returns, so a writer's
+    write() promise never reaches Python (~1.5 us a call). Built from built-ins only: workerd
+    makes no code from strings. (forEach also passes the index and the array: every function
+    called here ignores arguments past the ones it takes.)"""
+    box = js.Array.new(1)
+    for_each = js.Reflect.get(js.Array.prototype, "forEach")
+    target = js.Reflect.apply(js.Reflect.get(js.Function.prototype, "bind"), fn, to_js([this, *bound]))
+    args = to_js([target])
+    put = js.Reflect.set
+    apply = js.Reflect.apply
+
+    def call(value: Any) -> None:
+        put(box, 0, value)
+        apply(for_each, box, args)
+
+    return call
+
+
+class RelayPipe:
+    """upstream.pipeTo(a WritableStream whose sink is the relay), the relay writing its events
+    into an IdentityTransformStream whose readable is the response body.
+
+    JavaScript does the pumping; Python is called once per upstream chunk, synchronously, and
+    returns nothing: no promise reaches Python per chunk (the writes go through _void_caller).
+    The events are not awaited: they queue in the IdentityTransformStream for a client that
+    reads slowly, bounded by the answer's max_tokens, so every answer reaches its end.
+    It is wired step by step from Python, because workerd makes no code from strings.
 
     Ways it ends, and what stops the upstream read in each:
-    - the relay closes the answer (complete, failed, timed out): terminate() our side, which
-      errors the pipe's destination, so the pipe cancels what is left upstream;
-    - the client cancels the response body: the transform's readable is cancelled, same;
-    - the request signal aborts (client gone): our own listener terminates the transform
-      and aborts the pipe's signal. It does not wait for pipeTo to settle: on workerd a pipe
-      whose source never answers a cancel may never settle, and the proxies must not wait
-      for it.
-    Callbacks that run once are once-callables, which destroy themselves; the rest are
-    proxies, destroyed on the first ending.
+    - the upstream ends: the pipe closes the sink (close), the relay sends its last events;
+    - the upstream fails: the pipe aborts the sink (abort(reason)), the relay says so;
+    - the relay closes the answer itself ([DONE], a length cut, the idle limit from the
+      timer): our AbortController aborts the pipe, which cancels the upstream;
+    - the client leaves: the response body is cancelled, which errors our writer (its
+      desiredSize turns null, checked at the next chunk or timer tick), or request.signal
+      aborts; either one aborts the pipe. Measured on workerd with many streams at once: the
+      writer errored for every client that left, request.signal aborted for 2-20% of them
+      (bench/GLUE-NOTES.md), and a TransformStream's cancel() hardly ever ran.
+    Proxies are destroyed on the first ending, on the next turn of the loop; a sink call that
+    comes later (the pipe has not settled) throws into the pipe, which then cancels upstream.
     """
 
     def __init__(
@@ -183,80 +206,87 @@ class RelayPipe:
         # Called once, when everything is released, with whether the client went away.
         self._on_end = on_end
         self._gone = False
+        self._ended = False
+        self._timer: Any = None
         # Measured on workerd: when a client leaves, the request's context may be torn down
-        # before the abort reaches us, and then no callback of ours ever runs again. A
-        # waitUntil() keeps the context alive until the relay has released everything.
-        # The price, measured with many streams at once (bench/RESULTS.md, "Cancels while other
-        # streams run"): the context then outlives the client, and most disconnects under load
-        # reach neither request.signal nor the transformer's cancel(), so the upstream is read
-        # to its end (bounded by max_tokens). Without waitUntil every upstream closes at once,
-        # but nothing here is released. Open: see issue 14's note.
+        # before the news reaches us, and then no callback of ours ever runs again. A
+        # waitUntil() keeps the context alive until the relay has released everything; with
+        # it, the writer still errors for every client that leaves.
         self._done = js.Promise.withResolvers()
         if ctx is not None:
             ctx.waitUntil(self._done.promise)
         self._signal = client_signal if client_signal else None
-        self._controller: Any = None
-        self._enqueue: Any = None
-        self._timer: Any = None
-        self._released = False
+        pair = js.IdentityTransformStream.new()
+        self.stream = pair.readable
+        self._writer = pair.writable.getWriter()
+        self._write = _void_caller(js.Reflect.get(self._writer, "write"), self._writer)
         self._stop = js.AbortController.new()
-        self._on_data = create_proxy(self._data)
+        self._on_chunk = create_proxy(self._chunk)
+        self._on_close = create_proxy(self._upstream_closed)
+        self._on_abort = create_proxy(self._upstream_failed)
+        self._on_gone = create_proxy(self._client_gone)
         self._tick = create_proxy(self.tick)
-        self._on_abort = create_proxy(self._client_gone)
-        self._settled = create_once_callable(self.settled)
-        self._settled_ran = False
-        self._proxies = [self._on_data, self._tick, self._on_abort]
-        _COUNTS["created"] += len(self._proxies) + 1
+        self._proxies = [self._on_chunk, self._on_close, self._on_abort, self._on_gone, self._tick]
+        _COUNTS["created"] += len(self._proxies)
         _COUNTS["relays"] += 1
         _LIVE.add(self)
-        transform = js.TransformStream.new(
-            js_object({"start": create_once_callable(self.start), "transform": self._on_data, "flush": self._on_data, "cancel": self._on_abort}),
-            js_object({"highWaterMark": 1}),
-            js_object({"highWaterMark": READ_AHEAD_EVENTS}),
-        )
-        self.stream = transform.readable
+        if first := relay.start():
+            self._write(to_js(first))
+        sink = js.WritableStream.new(js_object({"write": self._on_chunk, "close": self._on_close, "abort": self._on_abort}))
+        # Its outcome is what the sink's close/abort say; its promise stays in JS. (Handed to
+        # Python, a promise that never settles, as a pipe whose source ignores a cancel may
+        # not, would keep its Pyodide future and the request's context alive for good.)
+        pipe_to = js.Reflect.get(upstream, "pipeTo")
+        _void_caller(pipe_to, upstream, sink, js_object({"signal": self._stop.signal}))(None)
         if self._signal is not None:
             if self._signal.aborted:
-                self._stop.abort()
-            else:
-                self._signal.addEventListener("abort", self._on_abort)
-        options = js_object({"signal": self._stop.signal, "preventAbort": True})
-        _ignore(upstream.pipeTo(transform.writable, options).then(self._settled, self._settled))
+                self._client_gone()
+                return
+            self._signal.addEventListener("abort", self._on_gone)
         self._schedule()
 
-    def _data(self, first: Any, second: Any = None) -> None:
-        # One proxy for both: TransformStream calls transform(chunk, controller) and flush(controller).
-        if second is None:
-            self.flush(first)
-        else:
-            self.transform(first, second)
-
-    def start(self, controller: Any) -> None:
-        self._controller = controller
-        # Looked up once: an attribute of a JS object costs a crossing (~5 us a chunk).
-        self._enqueue = controller.enqueue
-        if first := self._relay.start():
-            self._enqueue(to_js(first))
-
-    def transform(self, chunk: Any, _controller: Any) -> None:
+    def _chunk(self, chunk: Any, _controller: Any = None) -> None:
+        if self._ended:
+            return
+        if self._writer.desiredSize is None:
+            # The body errored: the client cancelled it (the connection went away). Measured
+            # on workerd with many streams at once, this is how most departures show:
+            # request.signal aborted for 2-20% of them (bench/GLUE-NOTES.md).
+            self._client_gone()
+            return
         try:
             out = self._relay.feed(_bytes_of(chunk))
         except Exception as exc:
             out = self._relay.crash(exc)
         self._send(out)
 
-    def flush(self, _controller: Any) -> None:
+    def _upstream_closed(self, *_: Any) -> None:
+        """The sink's close(): the upstream ended."""
+        self._last_words(None)
+
+    def _upstream_failed(self, reason: Any = None, *_: Any) -> None:
+        """The sink's abort(reason): the upstream failed (or our own stop aborted the pipe:
+        then the relay is already closed and there is nothing to add)."""
+        self._last_words(reason if reason is not None else "the upstream stream was aborted")
+
+    def _last_words(self, failure: Any) -> None:
+        if self._ended or self._relay.closed:
+            return
         try:
-            out = self._relay.end()
+            out = self._relay.end() if failure is None else self._relay.fail(failure)
         except Exception as exc:
             out = self._relay.crash(exc)
         if out:
-            self._enqueue(to_js(out))
+            self._write(to_js(out))
+        self._close_writer()
         self._end()
 
     def tick(self) -> None:
         self._timer = None
-        if self._relay.closed:
+        if self._relay.closed or self._ended:
+            return
+        if self._writer.desiredSize is None:
+            self._client_gone()
             return
         try:
             out = self._relay.tick(time.monotonic())
@@ -268,64 +298,45 @@ class RelayPipe:
 
     def _send(self, out: bytes) -> None:
         if out:
-            self._enqueue(to_js(out))
+            self._write(to_js(out))
         if self._relay.closed:
-            self._finish()
+            # The answer is whole (or has failed): close the body after what was written, and
+            # stop the pipe, which cancels what is left upstream.
+            self._close_writer()
+            self._stop.abort()
+            self._end()
 
     def _schedule(self) -> None:
         delay_ms = max(self._relay.next_deadline() - time.monotonic(), 0) * 1000
         self._timer = js.setTimeout(self._tick, delay_ms)
 
-    def _finish(self) -> None:
-        # The answer is whole (or has failed): closing our side errors the pipe's
-        # destination, so the pipe stops reading and cancels what is left upstream.
-        try:
-            self._controller.terminate()
-        except Exception:
-            pass
-        self._stop.abort()
-        self._end()
+    def _close_writer(self) -> None:
+        _void_caller(js.Reflect.get(self._writer, "close"), self._writer)(None)
 
     def _client_gone(self, _event: Any = None) -> None:
+        if self._ended:
+            return
         log.info("client went away; upstream cancelled")
         _COUNTS["clients_gone"] += 1
         self._gone = True
         self._relay.closed = True
-        self._finish()
-
-    def settled(self, reason: Any = None) -> None:
-        """The pipe ended: upstream finished or failed, or one of the endings above."""
-        self._settled_ran = True  # a once-callable: it destroys itself after this call
-        _COUNTS["destroyed"] += 1
-        if not self._relay.closed and not self._released:
-            # The upstream errored, or the body was cancelled: tell whoever still listens.
-            out = self._relay.fail(reason)
-            try:
-                if out:
-                    self._enqueue(to_js(out))
-                self._controller.terminate()
-            except Exception:
-                pass  # the client is gone; nothing to tell
+        self._stop.abort()
+        _void_caller(js.Reflect.get(self._writer, "abort"), self._writer)(None)
         self._end()
 
     def _end(self) -> None:
-        if self._released:
+        if self._ended:
             return
-        self._released = True
+        self._ended = True
         if self._timer is not None:
             js.clearTimeout(self._timer)
             self._timer = None
         if self._signal is not None:
-            self._signal.removeEventListener("abort", self._on_abort)
+            self._signal.removeEventListener("abort", self._on_gone)
         # Not from inside a proxy's own call: destroy on the next turn of the loop.
         asyncio.get_event_loop().call_soon(self._release)
 
     def _release(self) -> None:
-        if not self._settled_ran:
-            # The pipe has not settled yet and may never do: if it does later, calling the
-            # destroyed callable throws into a promise whose rejection _ignore() handles.
-            self._settled_ran = True
-            self._proxies.append(self._settled)
         _destroy(self, self._proxies)
         self._proxies = []
         _COUNTS["relays_ended"] += 1
