@@ -185,11 +185,8 @@ class RelayPipe:
     - the upstream fails: the pipe aborts the sink (abort(reason)), the relay says so;
     - the relay closes the answer itself ([DONE], a length cut, the idle limit from the
       timer): our AbortController aborts the pipe, which cancels the upstream;
-    - the client leaves: the response body is cancelled, which errors our writer (its
-      desiredSize turns null, checked at the next chunk or timer tick), or request.signal
-      aborts; either one aborts the pipe. Measured on workerd with many streams at once: the
-      writer errored for every client that left, request.signal aborted for 2-20% of them
-      (bench/GLUE-NOTES.md), and a TransformStream's cancel() hardly ever ran.
+    - the client leaves: the response body is cancelled, which rejects our writer's
+      `closed`, or request.signal aborts; either one aborts the pipe.
     Proxies are destroyed on the first ending, on the next turn of the loop; a sink call that
     comes later (the pipe has not settled) throws into the pipe, which then cancels upstream.
     """
@@ -211,7 +208,7 @@ class RelayPipe:
         # Measured on workerd: when a client leaves, the request's context may be torn down
         # before the news reaches us, and then no callback of ours ever runs again. A
         # waitUntil() keeps the context alive until the relay has released everything; with
-        # it, the writer still errors for every client that leaves.
+        # it, the writer's `closed` still rejects for every client that leaves.
         self._done = js.Promise.withResolvers()
         if ctx is not None:
             ctx.waitUntil(self._done.promise)
@@ -236,6 +233,12 @@ class RelayPipe:
         # Its outcome is what the sink's close/abort say; its promise stays in JS. (Handed to
         # Python, a promise that never settles, as a pipe whose source ignores a cancel may
         # not, would keep its Pyodide future and the request's context alive for good.)
+        # The client leaving cancels the body, which rejects the writer's `closed`: measured
+        # on workerd with 1-25 streams at once, it did for every client that left, where
+        # request.signal aborted for 2-20% of them and a TransformStream's cancel() hardly
+        # ever ran (bench/GLUE-NOTES.md; writer.desiredSize never turned null). A Python
+        # callable, not a proxy: Pyodide releases it when the promise settles, once per answer.
+        self._writer.closed.then(js.Boolean, self._client_gone)
         pipe_to = js.Reflect.get(upstream, "pipeTo")
         _void_caller(pipe_to, upstream, sink, js_object({"signal": self._stop.signal}))(None)
         if self._signal is not None:
@@ -247,12 +250,6 @@ class RelayPipe:
 
     def _chunk(self, chunk: Any, _controller: Any = None) -> None:
         if self._ended:
-            return
-        if self._writer.desiredSize is None:
-            # The body errored: the client cancelled it (the connection went away). Measured
-            # on workerd with many streams at once, this is how most departures show:
-            # request.signal aborted for 2-20% of them (bench/GLUE-NOTES.md).
-            self._client_gone()
             return
         try:
             out = self._relay.feed(_bytes_of(chunk))
@@ -284,9 +281,6 @@ class RelayPipe:
     def tick(self) -> None:
         self._timer = None
         if self._relay.closed or self._ended:
-            return
-        if self._writer.desiredSize is None:
-            self._client_gone()
             return
         try:
             out = self._relay.tick(time.monotonic())

@@ -312,3 +312,48 @@ def test_five_hundred_streams_half_cancelled_leak_nothing(runtime: Runtime) -> N
     print(f"\n500 streams: {grown_objects:+d} Python objects, {grown_wasm / 1e6:+.1f} MB Wasm memory; stats {after}")
     assert grown_objects < 2000, (before, after)
     assert grown_wasm <= 16 * 2**20, (before, after)
+
+
+def test_clients_leaving_while_others_stream_close_their_upstreams(runtime: Runtime) -> None:
+    """24 streams at once, half leaving after their first delta of a slow 200-token answer: every
+    leaver's model connection closes before the answer's end, every other stream completes.
+
+    Measured on workerd: with many streams at once, request.signal reaches the Worker for only a
+    few of the leavers, and a TransformStream's cancel() hardly ever; the old pipe closed 5 of
+    50 upstreams at 25 at once (bench/RESULTS.md). The body writer's `closed` is what tells."""
+    async def one(client: httpx.AsyncClient, i: int) -> str | None:
+        leaves = i % 2 == 1
+        tag = f"leaver-{i}" if leaves else f"stayer-{i}"
+        text = f"[[pace:10]] [[tokens:200]] {tag}" if leaves else f"[[pace:2]] [[tokens:20]] {tag}"
+        raw = b""
+        async with client.stream("POST", "/api/v1/chat", json={"messages": convo(text)}) as r:
+            if r.status_code != 200:
+                return f"{tag}: status {r.status_code}"
+            async for chunk in r.aiter_raw():
+                raw += chunk
+                if leaves and b"content_block_delta" in raw:
+                    return None
+        return None if raw.endswith(b"event: done\ndata: {}\n\n") else f"{tag}: ended with {raw[-120:]!r}"
+
+    async def main() -> list[str | None]:
+        async with httpx.AsyncClient(base_url=runtime.url, timeout=30, limits=httpx.Limits(max_connections=30)) as client:
+            return await asyncio.gather(*(one(client, i) for i in range(24)))
+
+    assert failures(asyncio.run(main())) == []
+    deadline = time.monotonic() + 3  # a missed cancel would run on for 2 s, to the answer's end
+    while True:
+        calls = {c["inputs"]["messages"][-1]["content"].split()[-1]: c for c in runtime.calls()[-24:]}
+        leavers = {tag: c for tag, c in calls.items() if tag.startswith("leaver-")}
+        open_ = [tag for tag, c in leavers.items() if c["clientClosedAt"] is None and c["finishedAt"] is None]
+        if not open_ or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    assert len(leavers) == 12, sorted(calls)
+    ran_on = {tag: (c["chunksAtClose"], c["chunksTotal"]) for tag, c in leavers.items() if c["clientClosedAt"] is None}
+    assert ran_on == {}, f"upstreams read to the end (or still open) after their client left: {ran_on}"
+    for c in leavers.values():
+        assert_stopped(c)
+    deadline = time.monotonic() + 3
+    while (stats := runtime.stats())["live"] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert stats["live"] == 0 and stats["created"] == stats["destroyed"], stats
