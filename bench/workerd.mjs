@@ -742,9 +742,9 @@ async function main() {
     const measured = variants.filter((v) => !v.name.startsWith("py_cut_"));
     await part("cpu", "cpu", () => cpuBench(measured));
     await part("ttfb", "ttfb", () => ttfbBench(measured, QUICK ? 50 : 200));
-    await part("disconnect", "disconnect", () => disconnectBench([by.python_relay, by.js_reframer], model.url, QUICK ? 40 : 200));
+    await part("disconnect", "disconnect", () => disconnectBench([by.python_relay, ...(by.python_relay_before ? [by.python_relay_before] : []), by.js_reframer], model.url, QUICK ? 40 : 200));
     await part("leaks", "leaks", () => leakBench(by.python_relay, by.js_reframer, QUICK ? 200 : 1000, model.url));
-    await part("cancels", "cancels while other streams run", () => cancelsBench([by.python_relay, by.js_reframer], model.url, [1, 5, 12, 25], QUICK ? 40 : 100));
+    await part("cancels", "cancels while other streams run", () => cancelsBench([by.python_relay, ...(by.python_relay_before ? [by.python_relay_before] : []), by.js_reframer], model.url, [1, 5, 12, 25], QUICK ? 40 : 100));
     await part("concurrency", "concurrency", () => concurrencyBench([by.python_relay, by.js_reframer], model.url, QUICK ? [50, 200] : [25, 50, 100, 150, 200, 300, 400]));
     await part("client", "client parse", () => clientParseBench(by.python_relay));
     if (results.leaks?.rows && !process.env.BENCH_SKIP_IDLE) {

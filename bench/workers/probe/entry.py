@@ -93,7 +93,7 @@ def _then_glue(upstream: Any, signal: Any, ctx: Any, copy: bool, wait: bool, voi
         if state["ended"]:
             return
         state["ended"] = True
-        _count(f"end_{how}{'_after_' + state['gone'] if state['gone'] else ''}")
+        _count(f"end_{how}{'_after_' + str(state['gone']) if state['gone'] else ''}")
         if signal:
             signal.removeEventListener("abort", p_gone_signal)
         # Not from inside a proxy's own call (measured: pyodide's fatal "table index is out of
@@ -444,7 +444,7 @@ class Default(WorkerEntrypoint):  # type: ignore[misc]  # the SDK has no stubs
                 ("call.call", lambda p: call.call(then, p, js.Boolean)),
             ]:
                 try:
-                    r = fn(js.Promise.resolve(0))
+                    r = fn(js.Promise.resolve(0))  # type: ignore[no-untyped-call]
                     out.append(f"{label}: ok {js.Object.prototype.toString.call(r)}")
                 except Exception as exc:
                     out.append(f"{label}: {exc!r}"[:200])
