@@ -195,11 +195,10 @@ class RelayPipe:
         # Measured on workerd: when a client leaves, the request's context may be torn down
         # before the abort reaches us, and then no callback of ours ever runs again. A
         # waitUntil() keeps the context alive until the relay has released everything.
-        # The price, measured with many streams at once (bench/RESULTS.md, "Cancels while other
-        # streams run"): the context then outlives the client, and most disconnects under load
-        # reach neither request.signal nor the transformer's cancel(), so the upstream is read
-        # to its end (bounded by max_tokens). Without waitUntil every upstream closes at once,
-        # but nothing here is released. Open: see issue 14's note.
+        # The price, measured with many streams at once (bench/CANCEL-NOTES.md): the context
+        # then outlives the client, and most disconnects under load reach neither
+        # request.signal nor the transformer's cancel(); workerd only stops reading the body.
+        # _check_reader() sees that, and stops the upstream (see STALL_EVENTS).
         self._done = js.Promise.withResolvers()
         if ctx is not None:
             ctx.waitUntil(self._done.promise)
