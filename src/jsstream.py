@@ -26,7 +26,7 @@ log = logging.getLogger("jsstream")
 
 # Alive while their proxies are: a leaked proxy keeps its owner here (see live_streams()).
 _LIVE: weakref.WeakSet[Any] = weakref.WeakSet()
-_COUNTS = {"created": 0, "destroyed": 0, "relays": 0, "relays_ended": 0, "clients_gone": 0, "readers_stalled": 0}
+_COUNTS = {"created": 0, "destroyed": 0, "relays": 0, "relays_ended": 0, "clients_gone": 0}
 
 # Events the relay may queue for a client that reads slowly. Measured on workerd: a client
 # that leaves after the upstream has ended gets no abort, no cancel and no timer in the
@@ -34,15 +34,6 @@ _COUNTS = {"created": 0, "destroyed": 0, "relays": 0, "relays_ended": 0, "client
 # answer reach its end (it is bounded by max_tokens); while the upstream is still open,
 # request.signal does fire, and stops it at once.
 READ_AHEAD_EVENTS = 16384
-
-# Measured on workerd with many streams at once (bench/CANCEL-NOTES.md): a client that leaves
-# often gets neither request.signal's abort nor the body's cancel; workerd just stops reading the
-# body, and the waitUntil() below keeps the context, the pipe and the upstream read going to the
-# answer's end. The body's queue shows it: a reader takes each event as it is queued (measured:
-# at most 0 queued for every client that stayed), so a body whose reader has taken nothing while
-# STALL_EVENTS more events were queued, over at least STALL_SECONDS, has no reader any more.
-STALL_EVENTS = 16
-STALL_SECONDS = 0.5
 
 
 def live_streams() -> dict[str, Any]:
@@ -195,10 +186,11 @@ class RelayPipe:
         # Measured on workerd: when a client leaves, the request's context may be torn down
         # before the abort reaches us, and then no callback of ours ever runs again. A
         # waitUntil() keeps the context alive until the relay has released everything.
-        # The price, measured with many streams at once (bench/CANCEL-NOTES.md): the context
-        # then outlives the client, and most disconnects under load reach neither
-        # request.signal nor the transformer's cancel(); workerd only stops reading the body.
-        # _check_reader() sees that, and stops the upstream (see STALL_EVENTS).
+        # The price, measured with many streams at once (bench/RESULTS.md, "Cancels while other
+        # streams run"): the context then outlives the client, and most disconnects under load
+        # reach neither request.signal nor the transformer's cancel(), so the upstream is read
+        # to its end (bounded by max_tokens). Without waitUntil every upstream closes at once,
+        # but nothing here is released. Open: see issue 14's note.
         self._done = js.Promise.withResolvers()
         if ctx is not None:
             ctx.waitUntil(self._done.promise)
@@ -207,11 +199,6 @@ class RelayPipe:
         self._enqueue: Any = None
         self._timer: Any = None
         self._released = False
-        # Events queued into the body, and the reader's progress when it was last seen to move.
-        self._queued = 0
-        self._taken = 0
-        self._taken_at = 0
-        self._stalled_since: float | None = None
         self._stop = js.AbortController.new()
         self._on_data = create_proxy(self._data)
         self._tick = create_proxy(self.tick)
@@ -250,7 +237,6 @@ class RelayPipe:
         self._enqueue = controller.enqueue
         if first := self._relay.start():
             self._enqueue(to_js(first))
-            self._queued += 1
 
     def transform(self, chunk: Any, _controller: Any) -> None:
         try:
@@ -258,29 +244,6 @@ class RelayPipe:
         except Exception as exc:
             out = self._relay.crash(exc)
         self._send(out)
-        if self._queued - self._taken_at >= STALL_EVENTS and not self._relay.closed:
-            self._check_reader()
-
-    def _check_reader(self) -> None:
-        """Has the body's reader taken anything since STALL_EVENTS events ago? If it has not
-        for STALL_SECONDS either, the client is gone. Called only once STALL_EVENTS events have
-        been queued since the reader last moved (one desiredSize read, and a clock read only
-        when the reader has not moved)."""
-        size = self._controller.desiredSize
-        if size is None:
-            return
-        taken = self._queued - (READ_AHEAD_EVENTS - int(size))
-        if taken != self._taken:
-            self._taken = taken
-            self._taken_at = self._queued
-            self._stalled_since = None
-            return
-        now = time.monotonic()
-        if self._stalled_since is None:
-            self._stalled_since = now
-        elif now - self._stalled_since >= STALL_SECONDS:
-            _COUNTS["readers_stalled"] += 1
-            self._client_gone()
 
     def flush(self, _controller: Any) -> None:
         try:
@@ -306,7 +269,6 @@ class RelayPipe:
     def _send(self, out: bytes) -> None:
         if out:
             self._enqueue(to_js(out))
-            self._queued += 1
         if self._relay.closed:
             self._finish()
 
