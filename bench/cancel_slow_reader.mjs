@@ -1,0 +1,42 @@
+// A live client that stops reading for a while after its first chunk, then reads to the end: does
+// the answer still end with "event: done" (RelayPipe must not take a paused reader for a client gone)?
+//   BEFORE_SRC=<another src/> node bench/cancel_slow_reader.mjs   (WORKERD_PYODIDE_DIR set)
+import http from "node:http";
+import path from "node:path";
+import { pathToFileURL } from "node:url";
+const ROOT = path.resolve(path.dirname(new URL(import.meta.url).pathname), "..");
+const { Miniflare, Log, LogLevel } = await import(path.join(ROOT, "node_modules/miniflare/dist/src/index.js"));
+const workerd = (await import(path.join(ROOT, "node_modules/workerd/lib/main.js"))).default;
+process.env.REAL_WORKERD = workerd.default ?? workerd;
+process.env.MINIFLARE_WORKERD_PATH = path.join(ROOT, "local", "workerd");
+const { spawn } = await import("node:child_process");
+const model = spawn(process.execPath, [path.join(ROOT, "local", "model.mjs"), "--port", "0", "--pace", "0"], { stdio: ["pipe", "pipe", "inherit"] });
+const modelUrl = await new Promise((resolve) => { let s = ""; model.stdout.on("data", (d) => { s += d; const m = s.match(/on (http:\/\/127\.0\.0\.1:\d+\/)/); if (m) resolve(m[1]); }); });
+const { workerOptions } = await import(pathToFileURL(path.join(ROOT, "local", "launch.mjs")).href);
+const out = [];
+for (const [name, dir] of [...(process.env.BEFORE_SRC ? [["before", process.env.BEFORE_SRC]] : []), ["src", path.join(ROOT, "src")]]) {
+  const base = await workerOptions({ vars: { LOCAL_DEV_STATS: "1", AI_MAX_TOKENS_LIMIT: "200000", AI_MAX_TOKENS_DEFAULT: "120000" }, modelUrl, ratelimit: { limit: 1e9, period: 60 } });
+  const fs = await import("node:fs");
+  const names = fs.readdirSync(dir).filter((f) => f.endsWith(".py")).sort((a, b) => (a === "entry.py" ? -1 : b === "entry.py" ? 1 : a < b ? -1 : 1));
+  const mf = new Miniflare({ host: "127.0.0.1", port: 0, log: new Log(LogLevel.WARN), cf: false, ...base, name, modulesRoot: dir, modules: names.map((f) => ({ type: "PythonModule", path: path.join(dir, f) })) });
+  const url = new URL("/api/v1/chat", await mf.ready);
+  for (const [tokens, pace, pauseMs] of [[20, 0, 0], [3000, 1, 3000], [20000, 0, 3000], [600, 5, 2000]]) {
+    const body = Buffer.from(JSON.stringify({ model: "@cf/google/gemma-4-26b-a4b-it", messages: [{ role: "user", content: `[[tokens:${tokens}]][[pace:${pace}]] slow-${name}-${tokens}-${pauseMs}` }], max_tokens: tokens + 100 }));
+    const r = await new Promise((resolve) => {
+      const req = http.request(url, { method: "POST", agent: false, headers: { "content-type": "application/json", "content-length": body.length } }, (res) => {
+        const parts = [];
+        let paused = false;
+        res.on("data", (c) => { parts.push(c); if (!paused && pauseMs) { paused = true; res.pause(); setTimeout(() => res.resume(), pauseMs); } });
+        res.on("end", () => { const text = Buffer.concat(parts).toString(); resolve({ bytes: text.length, done: text.includes("event: done"), deltas: (text.match(/content_block_delta/g) ?? []).length }); });
+        res.on("error", (e) => resolve({ error: String(e) }));
+      });
+      req.end(body);
+    });
+    const stats = await new Promise((resolve) => http.get(new URL("/__local/stats", url), (res) => { let s = ""; res.on("data", (d) => (s += d)); res.on("end", () => { const j = JSON.parse(s); resolve({ clients_gone: j.clients_gone, readers_stalled: j.readers_stalled, live: j.live }); }); }));
+    out.push({ name, tokens, pace, pauseMs, ...r, ...stats });
+    console.log(JSON.stringify(out.at(-1)));
+  }
+  await mf.dispose();
+}
+model.kill();
+process.exit(0);
