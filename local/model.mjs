@@ -21,6 +21,7 @@
 //   [[fault:split]]      frames re-cut at random byte boundaries (seeded, so repeatable)
 //   [[fault:nostream]]   the whole answer as one JSON object even though a stream was asked for
 //   [[fault:bom]]        the stream starts with a UTF-8 byte order mark
+//   [[fault:hang]]       no answer at all, not even the response head, until the caller leaves
 //   [[pace:N]]           N ms between tokens (default: --pace)
 //   [[tokens:N]]         answer with exactly N filler tokens
 //   [[think:N]]          reason for N tokens first (reasoning models; native models wrap it in
@@ -306,6 +307,11 @@ export function startModel({ port = 0, paceMs = 40 } = {}) {
       call.status = status;
       call.erroredAt = now();
       return sendJson(res, status, { internalCode: code, description, name }, { "cf-ai-req-id": reqId });
+    }
+    if (opts.fault === "hang") {
+      // run() never answers: the Worker's own limit must end the request, and close this.
+      res.on("close", () => { call.clientClosedAt = call.closedAt = now(); call.chunksAtClose = 0; });
+      return;
     }
     const pt = promptTokens(messages);
     const completion = answer.tokens.length + answer.thinking.length + answer.calls.reduce((n, c) => n + argumentPieces(c.arguments).length, 0);

@@ -150,6 +150,19 @@ def test_a_whole_answer_instead_of_a_stream_is_relayed_as_one_delta(runtime: Run
     ]
 
 
+def test_a_model_that_never_answers_is_a_504_at_the_idle_limit_and_its_call_is_closed(runtime: Runtime) -> None:
+    """run() raced against a JS timer (UPSTREAM_TIMEOUT_SECONDS, 1.2 s here), cleared once run()
+    answers; on the timer, the handler returns and workerd closes the model's connection."""
+    started = time.monotonic()
+    response = post(runtime, {"messages": convo("[[fault:hang]] hello?")})
+    took = time.monotonic() - started
+    assert response.status_code == 504, response.text
+    assert response.json()["error"] == "upstream_timeout", response.text
+    assert 1.0 < took < 5.0, f"answered after {took:.2f} s; the limit is 1.2 s"
+    call = runtime.wait_for(lambda c: c["clientClosedAt"] is not None)
+    assert call["finishedAt"] is None, call
+
+
 def test_throw_before_streaming_is_502_without_detail(runtime: Runtime) -> None:
     response = post(runtime, {"messages": convo("[[fault:throw]]")})
     assert response.status_code == 502
@@ -225,10 +238,13 @@ def test_kill_switch_flips_on_the_next_request(runtime: Runtime) -> None:
             assert response.status_code == status
             if status == 503:
                 assert response.json()["error"] == "ai_unavailable"
+        # As deployed: no wrangler.toml environment sets LOCAL_DEV_STATS (test_wrangler_config).
+        runtime.set_vars(AI_CHAT_DISABLED="1", LOCAL_DEV_STATS=None)
+        # A client each: the 503 comes before the body is read, and workerd then closes that
+        # connection, so a kept-alive socket may be reset under a second request (seen under load).
         with runtime.client() as client:
-            # As deployed: no wrangler.toml environment sets LOCAL_DEV_STATS (test_wrangler_config).
-            runtime.set_vars(AI_CHAT_DISABLED="1", LOCAL_DEV_STATS=None)
             assert client.post("/api/v1/chat", content=b"{broken").status_code == 503
+        with runtime.client() as client:
             assert client.get("/api/v1/models").status_code == 503
             hidden = client.get("/__local/stats")
             assert hidden.status_code == 404 and b"live" not in hidden.content, hidden.content[:200]
