@@ -48,10 +48,6 @@ def _emit(line: str) -> None:
 logging.getLogger().addHandler(JsonLines(_emit))
 
 
-# What the idle timer resolves the race with (run() answers a stream or an object, never this).
-_TIMED_OUT = "\x00ai-chat: env.AI.run() idle limit"
-
-
 class WorkersAi:
     def __init__(self, env: Any, signal: Any, record: RequestLog | None = None) -> None:
         self._env = env
@@ -85,26 +81,20 @@ class WorkersAi:
         request's signal): an asyncio timer here outlives a request whose client left and
         keeps its objects alive for good (measured on workerd). Measured locally too:
         miniflare's entry worker does not report a client that leaves before the response
-        headers, so there the timeout is what ends such a call.
-
-        The timer is cleared as soon as run() answers: a timer left pending for the rest of a
-        minute (as AbortSignal.timeout's is) keeps the request busy, and a busy request hears
-        of its client leaving late or never (measured on workerd, bench/CANCEL-NOTES.md)."""
-        stopped = js.Promise.withResolvers()  # its resolve is a JS function: no proxy to manage
-        # Bound in JS (workerd's setTimeout passes no extra arguments): a JS function, no proxy.
-        timer = js.setTimeout(stopped.resolve.bind(None, _TIMED_OUT), max(1, int(timeout * 1000)))
+        headers, so there the timeout is what ends such a call."""
+        signals = [js.AbortSignal.timeout(max(1, int(timeout * 1000)))]
         if self._signal is not None:
-            self._signal.addEventListener("abort", stopped.resolve)
+            signals.append(self._signal)
+        either = js.AbortSignal.any(to_js(signals))
+        stopped = js.Promise.withResolvers()  # its resolve is a JS function: no proxy to manage
+        either.addEventListener("abort", stopped.resolve)
         try:
             result = await js.Promise.race(to_js([running, stopped.promise]))
         finally:
-            js.clearTimeout(timer)
-            if self._signal is not None:
-                self._signal.removeEventListener("abort", stopped.resolve)
-        client_gone = self._signal is not None and self._signal.aborted
-        if client_gone or (isinstance(result, str) and result == _TIMED_OUT):
+            either.removeEventListener("abort", stopped.resolve)
+        if either.aborted:
             running.catch(js.Boolean)  # nobody waits for it any more
-            if client_gone:
+            if self._signal is not None and self._signal.aborted:
                 raise ClientGone()
             raise app.UpstreamSilent()
         return result
