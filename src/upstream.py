@@ -117,6 +117,16 @@ class UpstreamDecoder:
             self._bom = False
             if text[0] == "\ufeff":
                 text = text[1:]
+        if not self._data and not self._skip_lf and not self.done and "\r" not in text:
+            # A frame often comes in two reads (measured on workerd: ~2 reads per token, the
+            # first ending mid-line). A piece with no line end only waits in the buffer (which
+            # never holds a line end); the piece that completes it joins it for the fast path.
+            if "\n" not in text:
+                self._buffer += text
+                return Decoded()
+            if self._buffer:
+                text = self._buffer + text
+                self._buffer = ""
         # Fast path: nothing pending and whole LF-framed frames, as Workers AI sends them.
         if (
             not self._buffer
