@@ -14,6 +14,7 @@ import http from "node:http";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
+import { chatBody, getJson, miniflareOnWorkerd, pool, post, startModel } from "./workerd.mjs";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const { values: args } = parseArgs({ options: {
@@ -27,66 +28,9 @@ const { values: args } = parseArgs({ options: {
 const LEVELS = args.levels.split(",").map(Number);
 const STREAMS = Number(args.streams);
 const VIAS = args.via.split(",");
-const NATIVE = "@cf/google/gemma-4-26b-a4b-it";
 const COMPAT_DATE = "2025-11-01";
-const now = () => performance.timeOrigin + performance.now();
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const say = (...parts) => process.stderr.write(`[probe ${new Date().toISOString().slice(11, 19)}] ${parts.join(" ")}\n`);
-
-function chatBody({ tokens, pace, tag }) {
-  return { model: NATIVE, messages: [{ role: "user", content: `[[tokens:${tokens}]][[pace:${pace}]] run-${tag}` }], max_tokens: tokens + 100 };
-}
-
-function post(url, agent, body, leaveAfterFirst) {
-  return new Promise((resolve, reject) => {
-    const data = Buffer.from(JSON.stringify(body));
-    const req = http.request(url, { method: "POST", agent: leaveAfterFirst ? false : agent, headers: { "content-type": "application/json", "content-length": data.length } }, (res) => {
-      let first = true;
-      res.on("data", () => {
-        if (first && leaveAfterFirst) { first = false; req.destroy(); resolve({ status: res.statusCode, left: true }); }
-        first = false;
-      });
-      res.on("end", () => resolve({ status: res.statusCode }));
-      res.on("error", (err) => { if (!leaveAfterFirst) reject(err); });
-    });
-    req.on("error", (err) => { if (!leaveAfterFirst) reject(err); else resolve({ status: 0, error: String(err) }); });
-    req.end(data);
-  });
-}
-
-async function postRetry(url, agent, body, leave) {
-  try { return await post(url, agent, body, leave); } catch (err) {
-    if (err?.code !== "ECONNRESET" && !/socket hang up/.test(String(err))) throw err;
-    return post(url, agent, body, leave);
-  }
-}
-
-async function pool(items, concurrency, fn) {
-  let next = 0;
-  async function worker() { while (next < items.length) { const i = next++; await fn(items[i], i); } }
-  await Promise.all(Array.from({ length: Math.min(concurrency, items.length) }, worker));
-}
-
-function getJson(url) {
-  return new Promise((resolve, reject) => {
-    http.get(url, { agent: false }, (res) => {
-      const parts = [];
-      res.on("data", (c) => parts.push(c));
-      res.on("end", () => { try { resolve(JSON.parse(Buffer.concat(parts).toString("utf8"))); } catch (err) { reject(err); } });
-    }).on("error", reject);
-  });
-}
-
-async function startModel() {
-  const { spawn } = await import("node:child_process");
-  const child = spawn(process.execPath, [path.join(ROOT, "local", "model.mjs"), "--port", "0", "--pace", "0"], { stdio: ["pipe", "pipe", "inherit"] });
-  const url = await new Promise((resolve, reject) => {
-    let seen = "";
-    child.stdout.on("data", (d) => { seen += d; const m = seen.match(/on (http:\/\/127\.0\.0\.1:\d+\/)/); if (m) resolve(m[1]); });
-    child.once("exit", (code) => reject(new Error(`model exited ${code}`)));
-  });
-  return { child, url };
-}
 
 // A name ending in __assets / __noassets adds / removes an [assets] directory (miniflare then puts
 // its asset router in front of the Worker, on the direct socket too).
@@ -111,9 +55,9 @@ async function baseVariantOptions(spec, modelUrl) {
   if (name.startsWith("py_")) {
     const { workerOptions } = await import(pathToFileURL(path.join(ROOT, "local", "launch.mjs")).href);
     const base = await workerOptions({ vars: { LOCAL_DEV_STATS: "1", UPSTREAM_TIMEOUT_SECONDS: "60" }, modelUrl, ratelimit: { limit: 1000000000, period: 60 } });
+    const { pythonModules } = await import(pathToFileURL(path.join(ROOT, "local", "launch.mjs")).href);
     const src = path.resolve(dir ?? path.join(ROOT, "src"));
-    const names = fs.readdirSync(src).filter((f) => f.endsWith(".py")).sort((a, b) => (a === "entry.py" ? -1 : b === "entry.py" ? 1 : a < b ? -1 : 1));
-    return { name, kind: "py", path: "/api/v1/chat", options: { ...base, ...direct, name, modulesRoot: src, modules: names.map((f) => ({ type: "PythonModule", path: path.join(src, f) })) } };
+    return { name, kind: "py", path: "/api/v1/chat", options: { ...base, ...direct, name, ...pythonModules(path.join(src, "entry.py")) } };
   }
   const js = name === "js_orig" ? "js_reframer.mjs" : "js_reframer_wait.mjs";
   const mode = name.replace(/^js_/, "").replace(/__(no)?assets$/, "");
@@ -122,12 +66,7 @@ async function baseVariantOptions(spec, modelUrl) {
 }
 
 async function main() {
-  const { Miniflare, Log, LogLevel } = await import("miniflare");
-  const workerd = (await import("workerd")).default;
-  process.env.REAL_WORKERD = workerd.default ?? workerd;
-  process.env.MINIFLARE_WORKERD_PATH = path.join(ROOT, "local", "workerd");
-  process.env.WRANGLER_SEND_METRICS ??= "false";
-  delete process.env.LOCAL_PYTHON_SNAPSHOT;
+  const { Miniflare, Log, LogLevel } = await miniflareOnWorkerd();
   const model = await startModel();
   const variants = [];
   const results = { started: new Date().toISOString(), levels: LEVELS, streams: STREAMS, loadavg: fs.readFileSync("/proc/loadavg", "utf8").trim(), rows: [], stats: {} };
@@ -142,7 +81,7 @@ async function main() {
       v.agent = new http.Agent({ keepAlive: true, maxSockets: Infinity });
       say(`${v.name}: entry ${v.urls.entry} direct ${v.urls.direct}`);
       // Warm up (Pyodide's first request imports and compiles).
-      for (const via of VIAS) await postRetry(v.urls[via], v.agent, chatBody({ tokens: 20, pace: 0, tag: `warm-${v.name}-${via}` }), false);
+      for (const via of VIAS) await post({ url: v.urls[via], agent: v.agent }, chatBody({ tokens: 20, tag: `warm-${v.name}-${via}` }));
       variants.push(v);
     }
     for (const v of variants) results.stats[v.name] = { before: v.statsUrl ? await getJson(v.statsUrl) : null };
@@ -156,7 +95,7 @@ async function main() {
             await pool(items, c, (tag, i) => {
               const leaves = i % 2 === 1;
               if (leaves) left.add(tag);
-              return postRetry(v.urls[via], v.agent, chatBody({ tokens: leaves ? 200 : 20, pace: leaves ? 10 : 2, tag }), leaves)
+              return post({ url: v.urls[via], agent: v.agent }, chatBody({ tokens: leaves ? 200 : 20, pace: leaves ? 10 : 2, tag }), { leaveAfterFirst: leaves })
                 .catch((err) => { failed += 1; say(`${v.name} ${tag}: ${err}`); });
             });
             await sleep(2500);

@@ -4,21 +4,16 @@
 import http from "node:http";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
+import { miniflareOnWorkerd, startModel } from "./workerd.mjs";
 const ROOT = path.resolve(path.dirname(new URL(import.meta.url).pathname), "..");
-const { Miniflare, Log, LogLevel } = await import(path.join(ROOT, "node_modules/miniflare/dist/src/index.js"));
-const workerd = (await import(path.join(ROOT, "node_modules/workerd/lib/main.js"))).default;
-process.env.REAL_WORKERD = workerd.default ?? workerd;
-process.env.MINIFLARE_WORKERD_PATH = path.join(ROOT, "local", "workerd");
-const { spawn } = await import("node:child_process");
-const model = spawn(process.execPath, [path.join(ROOT, "local", "model.mjs"), "--port", "0", "--pace", "0"], { stdio: ["pipe", "pipe", "inherit"] });
-const modelUrl = await new Promise((resolve) => { let s = ""; model.stdout.on("data", (d) => { s += d; const m = s.match(/on (http:\/\/127\.0\.0\.1:\d+\/)/); if (m) resolve(m[1]); }); });
-const { workerOptions } = await import(pathToFileURL(path.join(ROOT, "local", "launch.mjs")).href);
+const { Miniflare, Log, LogLevel } = await miniflareOnWorkerd();
+const model = await startModel();
+const modelUrl = model.url;
+const { workerOptions, pythonModules } = await import(pathToFileURL(path.join(ROOT, "local", "launch.mjs")).href);
 const out = [];
 for (const [name, dir] of [...(process.env.BEFORE_SRC ? [["before", process.env.BEFORE_SRC]] : []), ["src", path.join(ROOT, "src")]]) {
   const base = await workerOptions({ vars: { LOCAL_DEV_STATS: "1", AI_MAX_TOKENS_LIMIT: "200000", AI_MAX_TOKENS_DEFAULT: "120000" }, modelUrl, ratelimit: { limit: 1e9, period: 60 } });
-  const fs = await import("node:fs");
-  const names = fs.readdirSync(dir).filter((f) => f.endsWith(".py")).sort((a, b) => (a === "entry.py" ? -1 : b === "entry.py" ? 1 : a < b ? -1 : 1));
-  const mf = new Miniflare({ host: "127.0.0.1", port: 0, log: new Log(LogLevel.WARN), cf: false, ...base, name, modulesRoot: dir, modules: names.map((f) => ({ type: "PythonModule", path: path.join(dir, f) })) });
+  const mf = new Miniflare({ host: "127.0.0.1", port: 0, log: new Log(LogLevel.WARN), cf: false, ...base, name, ...pythonModules(path.join(dir, "entry.py")) });
   const url = new URL("/api/v1/chat", await mf.ready);
   for (const [tokens, pace, pauseMs] of [[20, 0, 0], [3000, 1, 3000], [20000, 0, 3000], [600, 5, 2000]]) {
     const body = Buffer.from(JSON.stringify({ model: "@cf/google/gemma-4-26b-a4b-it", messages: [{ role: "user", content: `[[tokens:${tokens}]][[pace:${pace}]] slow-${name}-${tokens}-${pauseMs}` }], max_tokens: tokens + 100 }));
@@ -32,11 +27,11 @@ for (const [name, dir] of [...(process.env.BEFORE_SRC ? [["before", process.env.
       });
       req.end(body);
     });
-    const stats = await new Promise((resolve) => http.get(new URL("/__local/stats", url), (res) => { let s = ""; res.on("data", (d) => (s += d)); res.on("end", () => { const j = JSON.parse(s); resolve({ clients_gone: j.clients_gone, readers_stalled: j.readers_stalled, live: j.live }); }); }));
+    const stats = await new Promise((resolve) => http.get(new URL("/__local/stats", url), (res) => { let s = ""; res.on("data", (d) => (s += d)); res.on("end", () => { const j = JSON.parse(s); resolve({ clients_gone: j.clients_gone, live: j.live }); }); }));
     out.push({ name, tokens, pace, pauseMs, ...r, ...stats });
     console.log(JSON.stringify(out.at(-1)));
   }
   await mf.dispose();
 }
-model.kill();
+model.child.kill();
 process.exit(0);

@@ -111,8 +111,8 @@ async function variantOptions(name, modelUrl) {
       return { ...rest, name };
     }
     const dir = path.resolve(name in EXTRA_SRC ? EXTRA_SRC[name] : args["before-src"]);
-    const names = fs.readdirSync(dir).filter((f) => f.endsWith(".py")).sort((a, b) => (a === "entry.py" ? -1 : b === "entry.py" ? 1 : a < b ? -1 : 1));
-    return { ...options, name, modulesRoot: dir, modules: names.map((f) => ({ type: "PythonModule", path: path.join(dir, f) })) };
+    const { pythonModules } = await import(pathToFileURL(path.join(ROOT, "local", "launch.mjs")).href);
+    return { ...options, name, ...pythonModules(path.join(dir, "entry.py")) };
   }
   if (name === "passthrough") {
     return {
@@ -202,7 +202,7 @@ function postOnce(variant, body, { keep = false, leaveAfterFirst = false } = {})
   });
 }
 
-async function pool(items, concurrency, fn) {
+export async function pool(items, concurrency, fn) {
   const results = new Array(items.length);
   let next = 0;
   async function worker() { while (next < items.length) { const i = next++; results[i] = await fn(items[i], i); } }
@@ -689,13 +689,19 @@ async function clientParseBench(relay) {
 
 // ---------------------------------------------------------------- main
 
-async function main() {
+/** Miniflare running the pinned workerd through local/workerd (the offline Pyodide bundle), no snapshot. */
+export async function miniflareOnWorkerd() {
   const { Miniflare, Log, LogLevel } = await import("miniflare");
   const workerd = (await import("workerd")).default;
   process.env.REAL_WORKERD = workerd.default ?? workerd;
   process.env.MINIFLARE_WORKERD_PATH = path.join(ROOT, "local", "workerd");
   process.env.WRANGLER_SEND_METRICS ??= "false";
   delete process.env.LOCAL_PYTHON_SNAPSHOT;
+  return { Miniflare, Log, LogLevel };
+}
+
+async function main() {
+  const { Miniflare, Log, LogLevel } = await miniflareOnWorkerd();
   const t0 = performance.now();
   const model = await startModel();
   const results = {

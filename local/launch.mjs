@@ -74,7 +74,7 @@ async function startModelProcess(paceMs) {
   return { child, url };
 }
 
-function pythonModules(mainFile) {
+export function pythonModules(mainFile) {
   const dir = path.dirname(mainFile);
   const names = fs.readdirSync(dir).filter((f) => f.endsWith(".py")).sort();
   // The main module first: workerd runs the first module as the entry point.

@@ -39,6 +39,16 @@ def _count(key: str, n: int = 1) -> None:
     _STATS[key] = _STATS.get(key, 0) + n
 
 
+def _release(proxies: list[Any], done: Any) -> None:
+    """A glue's ending, on the loop turn after it: destroy its proxies, let its waitUntil go."""
+    for proxy in proxies:
+        proxy.destroy()
+    _count("proxies_destroyed", len(proxies))
+    proxies.clear()
+    if done is not None:
+        done.resolve()
+
+
 def _void_caller(fn: Any, this: Any) -> Any:
     """call(value): fn.call(this, value) made by JS, its result (a promise) dropped in JS.
 
@@ -98,15 +108,7 @@ def _then_glue(upstream: Any, signal: Any, ctx: Any, copy: bool, wait: bool, voi
             signal.removeEventListener("abort", p_gone_signal)
         # Not from inside a proxy's own call (measured: pyodide's fatal "table index is out of
         # bounds" under load when on_chunk destroyed itself): on the next turn of the loop.
-        asyncio.get_event_loop().call_soon(release)
-
-    def release() -> None:
-        for proxy in proxies:
-            proxy.destroy()
-        _count("proxies_destroyed", len(proxies))
-        proxies.clear()
-        if done is not None:
-            done.resolve()
+        asyncio.get_event_loop().call_soon(_release, proxies, done)
 
     def on_chunk(result: Any) -> None:
         if result.done:
@@ -178,15 +180,7 @@ def _sink_glue(upstream: Any, signal: Any, ctx: Any, wait: bool, watch_closed: b
         _count(f"end_{how}")
         if signal:
             signal.removeEventListener("abort", p_gone)
-        asyncio.get_event_loop().call_soon(release)
-
-    def release() -> None:
-        for proxy in proxies:
-            proxy.destroy()
-        _count("proxies_destroyed", len(proxies))
-        proxies.clear()
-        if done is not None:
-            done.resolve()
+        asyncio.get_event_loop().call_soon(_release, proxies, done)
 
     def settled_ok(_: Any = None) -> None:
         if not state["ended"]:
