@@ -23,6 +23,10 @@
 //   [[fault:bom]]        the stream starts with a UTF-8 byte order mark
 //   [[fault:hang]]       no answer at all, not even the response head, until the caller leaves
 //   [[pace:N]]           N ms between tokens (default: --pace)
+//   [[wire:eof]]         the stream without HTTP chunked framing, its end the connection's close.
+//                        Measured on workerd: each chunked frame reaches the Worker in two reads
+//                        (the first ends 32 bytes into the chunk, its size line included); a
+//                        body read to its end arrives as the socket has it (bench/HISTORY.md)
 //   [[tokens:N]]         answer with exactly N filler tokens
 //   [[think:N]]          reason for N tokens first (reasoning models; native models wrap it in
 //                        <think>...</think>, [[thinktag:open]] drops the opening tag as real models do)
@@ -329,6 +333,7 @@ export function startModel({ port = 0, paceMs = 40 } = {}) {
     const chunks = chunksOf(frames(model, answer, usage, mulberry32(seed)), opts);
     call.chunksTotal = chunks.length;
     const pace = opts.pace !== undefined ? Number(opts.pace) : paceMs;
+    if (opts.wire === "eof") { res.useChunkedEncodingByDefault = false; res.shouldKeepAlive = false; }
     res.writeHead(200, { "content-type": "text/event-stream", "cf-ai-req-id": reqId });
     res.flushHeaders();
     // The Worker leaving before the last byte is what the disconnect tests look for.

@@ -133,10 +133,17 @@ def test_fault_modes_end_in_their_terminal_events(runtime: Runtime, model: str, 
 
 
 @pytest.mark.parametrize("model", [NATIVE, OPENAI_SHAPED])
-def test_frames_split_at_random_bytes_give_the_same_answer(runtime: Runtime, model: str) -> None:
-    messages = convo("[[fault:split]] [[pace:1]] ünïcode ✓ split")
+@pytest.mark.parametrize(
+    "wire",
+    [
+        "[[fault:split]] [[pace:1]]",  # frames re-cut at random bytes
+        "[[wire:eof]] [[pace:0]]",  # no chunked framing: many frames in one read
+    ],
+)
+def test_frames_split_or_joined_anywhere_give_the_same_answer(runtime: Runtime, model: str, wire: str) -> None:
+    messages = convo(f"{wire} ünïcode ✓ split")
     response = post(runtime, {"messages": messages, "model": model})
-    assert response.content == expected_wire(messages)
+    assert response.content == expected_wire(messages), (wire, model, response.content[:300])
 
 
 def test_a_whole_answer_instead_of_a_stream_is_relayed_as_one_delta(runtime: Runtime) -> None:

@@ -4,6 +4,7 @@ through workerd's own Ai class: what the host tests check at every split point, 
 from __future__ import annotations
 
 import json
+import re
 
 import httpx
 import pytest
@@ -40,6 +41,8 @@ def events_of(response: httpx.Response) -> tuple[list[str], list[str], list[tupl
         ("[[think:4]] [[usage:first]]", REASONING),  # the real usage first, a zero usage last
         ("[[think:4]] [[usage:cumulative]]", REASONING),  # qwen over REST: usage on every chunk
         ("[[think:4]] [[fault:split]]", REASONING),
+        # No HTTP chunked framing: the whole answer reaches the Worker in one read.
+        ("[[think:4]] [[wire:eof]]", REASONING),
     ],
 )
 def test_reasoning_shapes_are_relayed_once_in_order_with_real_usage(runtime: Runtime, directives: str, model: str) -> None:
@@ -53,6 +56,24 @@ def test_reasoning_shapes_are_relayed_once_in_order_with_real_usage(runtime: Run
     stop = events[-2][1]
     prompt = len(text.split()) + 3
     assert stop == {"stop_reason": "stop", "usage": {"prompt_tokens": prompt, "completion_tokens": 4 + len(texts), "total_tokens": prompt + 4 + len(texts)}}, stop
+
+
+def test_the_model_sends_wire_eof_without_chunked_framing(runtime: Runtime) -> None:
+    """What the bench's /eof rows rely on: the same frames, no chunked framing, the body ended
+    by the connection's close (so workerd reads it as it arrives, not chunk by chunk)."""
+    text = "[[tokens:3]] [[pace:0]] hi"
+    body = {"inputs": {"messages": [{"role": "user", "content": text}], "stream": True}}
+    seen: dict[str, tuple[str | None, str | None, bytes]] = {}
+    for wire in (" [[wire:chunked]]", " [[wire:eof]]"):  # the same word count: the same usage
+        body["inputs"]["messages"][0]["content"] = text + wire  # type: ignore[index]
+        response = httpx.post(runtime.model_url + "/run", json=body, headers={"cf-consn-model-id": NATIVE})
+        # The padding is seeded by the conversation, which the directive changes: left out.
+        frames = re.sub(rb',"p":"[^"]*"', b"", response.content)
+        seen[wire] = (response.headers.get("transfer-encoding"), response.headers.get("connection"), frames)
+    chunked, eof = seen[" [[wire:chunked]]"], seen[" [[wire:eof]]"]
+    assert chunked[:2] == ("chunked", "keep-alive"), chunked[:2]
+    assert eof[:2] == (None, "close"), eof[:2]
+    assert chunked[2] == eof[2] and eof[2].endswith(b"data: [DONE]\n\n"), (chunked[2], eof[2])
 
 
 @pytest.mark.parametrize("tag", ["", "[[thinktag:open]]"])
