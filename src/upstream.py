@@ -56,6 +56,7 @@ _CHUNK = (
     + r'\}(?:,"logprobs":null)?,"finish_reason":null(?:,"stop_reason":null)?\}\](?:,"p":' + _PLAIN + r")?\}"
 )
 _PLAIN_CHUNK = re.compile(_CHUNK)
+_ONE_PLAIN_CHUNK = re.compile("data: " + _CHUNK + "\n\n")
 
 # The finish reasons we report, from what models send. Anything else is "stop" (the
 # answer did end) and the raw value is kept for the log.
@@ -162,6 +163,10 @@ class UpstreamDecoder:
                 self._content(piece, out)
                 return out
             out = Decoded()
+            frame = _ONE_PLAIN_CHUNK.fullmatch(text)
+            if frame is not None:
+                self._plain_delta(frame, out)
+                return out
             for block in text[:-2].split("\n\n"):
                 if block.startswith("data: ") and "\n" not in block:
                     self._data.append(block[6:])

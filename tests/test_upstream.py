@@ -351,6 +351,7 @@ def outcome(reads: list[bytes], *, slow: bool, opens_thinking: bool = False) -> 
     with pytest.MonkeyPatch.context() as patch:
         if slow:
             patch.setattr(upstream, "_PLAIN_CHUNK", NEVER)
+            patch.setattr(upstream, "_ONE_PLAIN_CHUNK", NEVER)
         patch.setattr(json, "loads", counted_loads)  # the module upstream calls it on
         patch.setattr(UpstreamDecoder, "_dispatch", counted_dispatch)
         decoder = UpstreamDecoder(opens_thinking=opens_thinking)
@@ -370,10 +371,12 @@ def test_openai_fast_path_decodes_as_json_does(name: str, payload: str, fast: bo
     splits = [[wire]] + [[wire[:at], wire[at:]] for at in range(1, len(wire))]
     for reads in [*splits, [before, wire], [before + wire]]:
         slow, _, _ = outcome(reads, slow=True, opens_thinking=opens_thinking)
-        got, loads, _ = outcome(reads, slow=False, opens_thinking=opens_thinking)
+        got, loads, dispatches = outcome(reads, slow=False, opens_thinking=opens_thinking)
         assert got == slow, f"{name}: {payload!r} read as {reads!r}"
         if fast:
             assert loads == 0, f"{name} took the JSON path: {payload!r} read as {reads!r}"
+            if reads == [wire] or b"\n" not in reads[0]:  # whole, or the first read ends mid-line
+                assert dispatches == 0, f"{name} went through the line splitter: {reads!r}"
         else:
             assert loads >= 1, f"{name} took the fast path: {payload!r}"
 
