@@ -1,16 +1,22 @@
-"""Decoder + encoder throughput on host CPython: tokens per second through Relay.feed()."""
+"""Decoder + encoder throughput on host CPython: tokens per second through Relay.feed().
+
+    .venv/bin/python bench/host_throughput.py          # tokens/s through Relay.feed
+    .venv/bin/python bench/host_throughput.py frames   # us per frame through UpstreamDecoder.feed
+"""
 
 from __future__ import annotations
 
 import json
 import sys
 import time
+import timeit
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 
 from chat_events import ChatEncoder  # noqa: E402
 from relay import Relay, Timing  # noqa: E402
+from upstream import UpstreamDecoder  # noqa: E402
 
 TIMING = Timing(ping_after=15, give_up_after=60)
 WORDS = ["stream", "edge", "token", "relay", "python", "worker", "event", "byte"]
@@ -46,6 +52,45 @@ def run(shape: str, n: int = 100_000) -> float:
     return best
 
 
-if __name__ == "__main__":
+# One frame of each kind, byte for byte as local/model.mjs streams them.
+ONE_FRAME = {
+    "reasoning": b'data: {"id":"chatcmpl-local","object":"chat.completion.chunk","created":1767225600,'
+    b'"model":"@cf/openai/gpt-oss-20b","choices":[{"index":0,"delta":{"reasoning_content":" Let","content":null},'
+    b'"logprobs":null,"finish_reason":null,"stop_reason":null}],"p":"abcdefg"}\n\n',
+    "content": b'data: {"id":"chatcmpl-local","object":"chat.completion.chunk","created":1767225600,'
+    b'"model":"@cf/openai/gpt-oss-20b","choices":[{"index":0,"delta":{"content":" stream"},'
+    b'"logprobs":null,"finish_reason":null,"stop_reason":null}],"p":"abcdefghij"}\n\n',
+    "native": b'data: {"response":" stream","tool_calls":[],"p":"abcdefghijk"}\n\n',
+}
+# On workerd a frame reaches the Worker in ~2 reads, the first ending mid-line, ~27 bytes in.
+SPLIT_AT = 27
+
+
+def per_frame(kind: str, *, split: bool, number: int = 20_000, repeat: int = 7) -> float:
+    """Microseconds per frame through UpstreamDecoder.feed: the best of ``repeat`` runs."""
+    frame = ONE_FRAME[kind]
+    head, tail = frame[:SPLIT_AT], frame[SPLIT_AT:]
+    decoder = UpstreamDecoder()
+    feed = decoder.feed
+    feed(frame)  # past the think-tag check of the first text
+
+    def whole() -> None:
+        for _ in range(number):
+            feed(frame)
+
+    def halves() -> None:
+        for _ in range(number):
+            feed(head)
+            feed(tail)
+
+    return min(timeit.repeat(halves if split else whole, number=1, repeat=repeat)) / number * 1e6
+
+
+if __name__ == "__main__" and sys.argv[1:] == ["frames"]:
+    print(json.dumps({
+        **{f"{kind}_{how}_us": round(per_frame(kind, split=how == "split"), 3) for kind in ONE_FRAME for how in ("whole", "split")},
+        "python": sys.version.split()[0],
+    }))
+elif __name__ == "__main__":
     shapes = ["native", "native_real", "openai", "openai_reasoning"]
     print(json.dumps({**{f"{s}_tokens_per_s": round(run(s)) for s in shapes}, "python": sys.version.split()[0]}))

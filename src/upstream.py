@@ -42,6 +42,22 @@ _PLAIN_NATIVE = re.compile(_NATIVE)
 # The commonest read of all: exactly one such frame.
 _ONE_PLAIN_FRAME = re.compile("data: " + _NATIVE + "\n\n")
 
+# The same for the OpenAI-shaped chunk the reasoning models stream, in their key order, when
+# it carries only text: no tool_calls, usage or finish_reason, and a delta of up to four
+# role/content/reasoning_content/reasoning pairs, each key and value captured (a value is a
+# string with nothing to unescape, or null: None). A value holds no quote, so no '":"' in it
+# can pass for a pair. More pairs (only repeats do that) and anything else take the JSON path.
+_PLAIN = r'"[^"\\\x00-\x1f]*+"'
+_PAIR = r'"(role|content|reasoning_content|reasoning)":(?:"([^"\\\x00-\x1f]*+)"|null)'
+_CHUNK = (
+    r'\{"id":' + _PLAIN + r',"object":"chat\.completion\.chunk"(?:,"created":(?:0|[1-9][0-9]*+))?'
+    r'(?:,"model":' + _PLAIN + r')?,"choices":\[\{"index":0,"delta":\{'
+    + "(?:" + _PAIR + ("(?:," + _PAIR + ")?") * 3 + ")?"
+    + r'\}(?:,"logprobs":null)?,"finish_reason":null(?:,"stop_reason":null)?\}\](?:,"p":' + _PLAIN + r")?\}"
+)
+_PLAIN_CHUNK = re.compile(_CHUNK)
+_ONE_PLAIN_CHUNK = re.compile("data: " + _CHUNK + "\n\n")
+
 # The finish reasons we report, from what models send. Anything else is "stop" (the
 # answer did end) and the raw value is kept for the log.
 FINISH_REASONS = {
@@ -147,6 +163,10 @@ class UpstreamDecoder:
                 self._content(piece, out)
                 return out
             out = Decoded()
+            frame = _ONE_PLAIN_CHUNK.fullmatch(text)
+            if frame is not None:
+                self._plain_delta(frame, out)
+                return out
             for block in text[:-2].split("\n\n"):
                 if block.startswith("data: ") and "\n" not in block:
                     self._data.append(block[6:])
@@ -254,6 +274,10 @@ class UpstreamDecoder:
             if text := plain.group(1):
                 self._content(text, out)
             return
+        chunk = _PLAIN_CHUNK.fullmatch(payload)
+        if chunk is not None:
+            self._plain_delta(chunk, out)
+            return
         if payload == "[DONE]":
             self._release(out)
             self.done = out.done = True
@@ -313,6 +337,19 @@ class UpstreamDecoder:
             }
             if clean and (self.usage is None or any(clean.values())):
                 self.usage = clean
+
+    def _plain_delta(self, chunk: re.Match[str], out: Decoded) -> None:
+        """What _dispatch's JSON path does with a chunk _PLAIN_CHUNK matched: the same parts."""
+        k1, v1, k2, v2, k3, v3, k4, v4 = chunk.groups()
+        delta = {k1: v1, k2: v2, k3: v3, k4: v4}  # a repeated key: the last wins, as in json.loads
+        thought = delta.get("reasoning_content")
+        if thought:
+            self._emit(THINKING, thought, out)
+        other = delta.get("reasoning")
+        if other and other != thought:
+            self._emit(THINKING, other, out)
+        if text := delta.get("content"):
+            self._content(text, out)
 
     def _call(self, key: object, out: Decoded, *, id: str | None, name: str | None, arguments: str) -> None:
         """One piece of the call known upstream as ``key``; a key not seen before starts a call."""

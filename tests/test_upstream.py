@@ -1,8 +1,12 @@
 import json
+import re
+from pathlib import Path
+from typing import Any
 
 import pytest
 
-from upstream import TEXT, UpstreamDecoder
+import upstream
+from upstream import TEXT, Decoded, UpstreamDecoder
 
 
 def run(chunks: list[bytes]) -> tuple[list[str], UpstreamDecoder, bool]:
@@ -225,3 +229,170 @@ def test_fast_path_covers_the_real_native_frame(frame: bytes) -> None:
 
     assert upstream._ONE_PLAIN_FRAME.fullmatch(frame.decode()) is not None
     assert decode(frame)[0] == [("text", "a")]
+
+
+# The OpenAI-chunk fast path (upstream._PLAIN_CHUNK) against the JSON path it skips: each frame
+# goes through a decoder as is and through one with the fast path matching nothing, fed the
+# same reads; every outcome must be the same, and the frames marked fast must skip json.loads.
+HEAD = (
+    '{"id":"chatcmpl-local","object":"chat.completion.chunk","created":1767225600,'
+    '"model":"@cf/openai/gpt-oss-20b","choices":[{"index":0,"delta":{'
+)
+TAIL = '},"logprobs":null,"finish_reason":null,"stop_reason":null}],"p":"abcdefg"}'
+
+
+def chunk(delta: str, tail: str = TAIL, head: str = HEAD) -> str:
+    return head + delta + tail
+
+
+CHUNKS: list[tuple[str, str, bool]] = [  # (name, payload, takes the fast path)
+    # The shapes local/model.mjs streams.
+    ("model.mjs first chunk", chunk('"role":"assistant","content":""'), True),
+    ("model.mjs reasoning_content", chunk('"reasoning_content":"Let","content":null'), True),
+    ("model.mjs reasoning", chunk('"reasoning":" me","content":null'), True),
+    ("model.mjs both", chunk('"reasoning_content":" think","reasoning":" think","content":null'), True),
+    ("model.mjs content", chunk('"content":" stream"'), True),
+    ("model.mjs tool call start", chunk('"tool_calls":[{"index":0,"id":"call_local_0","type":"function","function":{"name":"f","arguments":""}}],"content":null'), False),
+    ("model.mjs tool call piece", chunk('"tool_calls":[{"index":0,"function":{"arguments":"{\\"q\\":"}}],"content":null'), False),
+    ("model.mjs finish, zero usage", chunk("", '},"logprobs":null,"finish_reason":"stop","stop_reason":null}],"usage":{"prompt_tokens":0,"completion_tokens":0,"total_tokens":0},"p":"a"}'), False),
+    ("model.mjs cumulative usage", chunk('"content":"x"', '},"logprobs":null,"finish_reason":null,"stop_reason":null}],"usage":{"prompt_tokens":5,"completion_tokens":1,"total_tokens":6},"p":"a"}'), False),
+    # Optional keys the fixtures leave out, one at a time and all together.
+    ("no stop_reason", chunk('"content":"a"', '},"logprobs":null,"finish_reason":null}],"p":"ab"}'), True),
+    ("no p", chunk('"content":"a"', '},"logprobs":null,"finish_reason":null,"stop_reason":null}]}'), True),
+    ("no logprobs", chunk('"content":"a"', '},"finish_reason":null}]}'), True),
+    ("no created, no model", chunk('"content":"a"', head='{"id":"x","object":"chat.completion.chunk","choices":[{"index":0,"delta":{'), True),
+    ("empty delta", chunk(""), True),
+    # Values.
+    ("unicode", chunk('"content":"wörld 🌍 \u2028 \x7f"'), True),
+    ("empty strings", chunk('"reasoning_content":"","reasoning":"","content":""'), True),
+    ("null everything", chunk('"role":null,"reasoning_content":null,"reasoning":null,"content":null'), True),
+    ("null reasoning_content, reasoning set", chunk('"reasoning_content":null,"reasoning":"r"'), True),
+    ("empty reasoning_content, reasoning set", chunk('"reasoning_content":"","reasoning":"r"'), True),
+    ("reasoning equals reasoning_content", chunk('"reasoning":"same","reasoning_content":"same"'), True),
+    ("reasoning differs, content first", chunk('"content":"c","reasoning":"b","reasoning_content":"a"'), True),
+    ("JSON punctuation, no quote", chunk('"content":"a:null,b}]{,:[","reasoning_content":",,"'), True),
+    ("key names as values", chunk('"role":"content","content":"reasoning_content"'), True),
+    ("think tags in content", chunk('"content":"<think>hm</think>ok"'), True),
+    ("a lone closing think tag", chunk('"content":"hm</think>ok"'), True),
+    ("duplicate keys: the last wins", chunk('"content":"a","content":"b"'), True),
+    ("duplicate keys: a last null wins", chunk('"reasoning_content":"a","content":"c","reasoning_content":null'), True),
+    ("duplicate reasoning after equal one", chunk('"reasoning_content":"a","reasoning":"a","reasoning":"b"'), True),
+    ("five pairs", chunk('"role":"assistant","content":"a","content":"b","reasoning":"r","reasoning_content":"q"'), False),
+    # Escapes, and a '":"' that could fool a pair scanner: all take the JSON path.
+    ("escaped quote", chunk('"content":"say \\"hi\\""'), False),
+    ("escaped \":\" in a value", chunk('"content":"a\\":\\"b"'), False),
+    ("a value that reads as a second key", chunk('"content":"x\\",\\"reasoning_content\\":\\"y"'), False),
+    ("a value that reads as the end of the delta", chunk('"content":"x\\"},\\"finish_reason\\":\\"stop"'), False),
+    ("escaped newline", chunk('"reasoning_content":"a\\nb"'), False),
+    ("unicode escape", chunk('"content":"\\u00e9\\ud83c\\udf0d"'), False),
+    ("escaped slash and backslash", chunk('"content":"a\\/b\\\\c"'), False),
+    ("raw control character (malformed)", chunk('"content":"a\x01b"'), False),
+    ("escape in id", chunk('"content":"a"', head=HEAD.replace("chatcmpl-local", 'chat\\"cmpl')), False),
+    ("escape in p", chunk('"content":"a"', '},"logprobs":null,"finish_reason":null}],"p":"a\\"b"}'), False),
+    # Anything else in the frame.
+    ("finish_reason set", chunk('"content":"a"', '},"logprobs":null,"finish_reason":"stop","stop_reason":null}],"p":"a"}'), False),
+    ("finish_reason length", chunk("", '},"logprobs":null,"finish_reason":"length"}]}'), False),
+    ("unknown finish_reason", chunk("", '},"logprobs":null,"finish_reason":"weird"}]}'), False),
+    ("stop_reason set", chunk('"content":"a"', '},"logprobs":null,"finish_reason":null,"stop_reason":128001}],"p":"a"}'), False),
+    ("logprobs set", chunk('"content":"a"', '},"logprobs":{"content":[]},"finish_reason":null}]}'), False),
+    ("usage", chunk('"content":"a"', '},"finish_reason":null}],"usage":{"prompt_tokens":1,"completion_tokens":2,"total_tokens":3}}'), False),
+    ("tool_calls", chunk('"content":null,"tool_calls":[{"index":0,"function":{"arguments":"{}"}}]'), False),
+    ("empty tool_calls", chunk('"content":"a","tool_calls":[]'), False),
+    ("unknown delta key", chunk('"content":"a","refusal":null'), False),
+    ("numeric content", chunk('"content":5'), False),
+    ("object content", chunk('"content":{"a":1}'), False),
+    ("unknown top-level key", chunk('"content":"a"', '},"logprobs":null,"finish_reason":null}],"system_fingerprint":"fp","p":"a"}'), False),
+    ("top-level response", chunk('"content":"a"', '},"logprobs":null,"finish_reason":null}],"response":"b"}'), False),
+    ("top-level keys in another order", '{"object":"chat.completion.chunk","id":"x","choices":[{"index":0,"delta":{"content":"a"},"finish_reason":null}]}', False),
+    ("choice keys in another order", chunk('"content":"a"', '},"finish_reason":null,"logprobs":null}]}'), False),
+    ("second choice", chunk('"content":"a"', '},"finish_reason":null},{"index":1,"delta":{"content":"b"},"finish_reason":null}]}'), False),
+    ("index 1", chunk('"content":"a"', head=HEAD.replace('"index":0', '"index":1')), False),
+    ("a non-streamed object", chunk('"content":"a"', head=HEAD.replace(".chunk", "")), False),
+    ("spaces, as json.dumps writes", '{"id": "x", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"content": "a"}, "finish_reason": null}]}', False),
+    ("created with a leading zero (malformed)", chunk('"content":"a"', head=HEAD.replace("1767225600", "01767225600")), False),
+    ("created with other digits (malformed)", chunk('"content":"a"', head=HEAD.replace("1767225600", "1\u0661")), False),
+    ("cut short (malformed)", chunk('"content":"a"')[:-1], False),
+]
+
+
+def fixture_chunks() -> list[tuple[str, str, bool]]:
+    """Every OpenAI chunk in the fixtures; fast unless it carries usage, a finish or tool calls."""
+    found = []
+    for path in sorted((Path(__file__).parent / "fixtures" / "workers_ai").glob("*.sse")):
+        lines = [line[6:] for line in path.read_text().splitlines() if line.startswith("data: {")]
+        for n, payload in enumerate(lines):
+            frame = json.loads(payload)
+            choices = frame.get("choices")
+            if frame.get("object") != "chat.completion.chunk" or not choices:
+                continue
+            fast = "usage" not in frame and choices[0]["finish_reason"] is None and "tool_calls" not in choices[0]["delta"]
+            found.append((f"{path.stem} frame {n}", payload, fast))
+    return found
+
+
+ALL_CHUNKS = fixture_chunks() + CHUNKS
+NEVER = re.compile(r"(?!)")
+
+
+def outcome(reads: list[bytes], *, slow: bool, opens_thinking: bool = False) -> tuple[dict[str, object], int, int]:
+    """Each read's parts, tool calls and done, then the decoder's facts after flush(); and how
+    often json.loads and _dispatch ran (the line splitter's way to a frame)."""
+    counts = {"loads": 0, "dispatch": 0}
+    loads, dispatch = json.loads, UpstreamDecoder._dispatch
+
+    def counted_loads(*args: Any, **kwargs: Any) -> Any:
+        counts["loads"] += 1
+        return loads(*args, **kwargs)
+
+    def counted_dispatch(self: UpstreamDecoder, out: Decoded) -> None:
+        counts["dispatch"] += 1
+        dispatch(self, out)
+
+    with pytest.MonkeyPatch.context() as patch:
+        if slow:
+            patch.setattr(upstream, "_PLAIN_CHUNK", NEVER)
+            patch.setattr(upstream, "_ONE_PLAIN_CHUNK", NEVER)
+        patch.setattr(json, "loads", counted_loads)  # the module upstream calls it on
+        patch.setattr(UpstreamDecoder, "_dispatch", counted_dispatch)
+        decoder = UpstreamDecoder(opens_thinking=opens_thinking)
+        results = [decoder.feed(read) for read in reads] + [decoder.flush()]
+    facts = ("usage", "finish_reason", "unknown_finish_reason", "text_seen", "thinking_seen", "tool_calls_seen", "malformed", "done")
+    seen: dict[str, object] = {"reads": [(out.parts, out.tool_calls, out.done) for out in results]}
+    seen.update({key: getattr(decoder, key) for key in facts})
+    return seen, counts["loads"], counts["dispatch"]
+
+
+@pytest.mark.parametrize("opens_thinking", [False, True], ids=["plain", "opens_thinking"])
+@pytest.mark.parametrize(("name", "payload", "fast"), ALL_CHUNKS, ids=[name for name, _, _ in ALL_CHUNKS])
+def test_openai_fast_path_decodes_as_json_does(name: str, payload: str, fast: bool, opens_thinking: bool) -> None:
+    wire = f"data: {payload}\n\n".encode()
+    before = b'data: {"response":"n"}\n\n'  # a native frame on its own fast path
+    # Whole, split anywhere in two reads, after another frame and after it in the same read.
+    splits = [[wire]] + [[wire[:at], wire[at:]] for at in range(1, len(wire))]
+    for reads in [*splits, [before, wire], [before + wire]]:
+        slow, _, _ = outcome(reads, slow=True, opens_thinking=opens_thinking)
+        got, loads, dispatches = outcome(reads, slow=False, opens_thinking=opens_thinking)
+        assert got == slow, f"{name}: {payload!r} read as {reads!r}"
+        if fast:
+            assert loads == 0, f"{name} took the JSON path: {payload!r} read as {reads!r}"
+            if reads == [wire] or b"\n" not in reads[0]:  # whole, or the first read ends mid-line
+                assert dispatches == 0, f"{name} went through the line splitter: {reads!r}"
+        else:
+            assert loads >= 1, f"{name} took the fast path: {payload!r}"
+
+
+def test_openai_fast_path_covers_the_fixture_chunks() -> None:
+    fixtures = fixture_chunks()
+    assert sum(fast for _, _, fast in fixtures) == 12 and len(fixtures) == 21, [name for name, _, _ in fixtures]
+
+
+@pytest.mark.parametrize("opens_thinking", [False, True], ids=["plain", "opens_thinking"])
+def test_openai_fast_path_keeps_state_across_a_stream(opens_thinking: bool) -> None:
+    """All the chunks one after another, one read each and all in one read: think-tag state,
+    *_seen, usage and finish carry over from frame to frame the same way on both paths."""
+    frames = [f"data: {payload}\n\n".encode() for _, payload, _ in ALL_CHUNKS] + [b"data: [DONE]\n\n"]
+    for reads in (frames, [b"".join(frames)]):
+        slow, slow_loads, _ = outcome(reads, slow=True, opens_thinking=opens_thinking)
+        got, loads, _ = outcome(reads, slow=False, opens_thinking=opens_thinking)
+        assert got == slow
+        assert slow_loads - loads == sum(fast for _, _, fast in ALL_CHUNKS)
