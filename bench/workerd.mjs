@@ -251,7 +251,11 @@ async function runCell(variant, cell) {
   await sleep(50); // let the last cell's stragglers (timers, cleanup) settle first
   const before = cpuOf(variant.pid);
   const t0 = performance.now();
-  const results = await pool(bodies, cell.concurrency, (b) => post(variant, b));
+  // A request that fails counts as failed in its row (the table says so): it does not end the run.
+  const results = await pool(bodies, cell.concurrency, (b) => post(variant, b).catch((err) => {
+    say(`cpu ${variant.name} ${cell.key}: ${err}`);
+    return { status: 0, error: String(err), bytes: 0 };
+  }));
   await sleep(20);
   const after = cpuOf(variant.pid);
   const bad = results.filter((r) => r.status !== 200).length;
