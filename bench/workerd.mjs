@@ -784,7 +784,10 @@ async function main() {
     await part("identity", "identical output check", () => identityCheck(by.python_relay, by.js_reframer));
     // Knock-out copies (bench/knockouts.py, named cut_*) only take part in the anatomy.
     const measured = variants.filter((v) => !v.name.startsWith("py_cut_"));
-    await part("cpu", "cpu", () => cpuBench(measured));
+    // py_noassets (--src noassets=noassets): the relay without miniflare's asset router in front,
+    // like the passthrough. Measured for the time to first byte (the hop costs wall time locally,
+    // and on Cloudflare the asset routing is not the Worker's); per token it is the relay.
+    await part("cpu", "cpu", () => cpuBench(measured.filter((v) => v.name !== "py_noassets")));
     await part("ttfb", "ttfb", () => ttfbBench(measured, QUICK ? 50 : 200));
     await part("disconnect", "disconnect", () => disconnectBench([by.python_relay, ...(by.python_relay_before ? [by.python_relay_before] : []), by.js_reframer], model.url, QUICK ? 40 : 200));
     await part("leaks", "leaks", () => leakBench(by.python_relay, by.js_reframer, QUICK ? 200 : 1000, model.url));
