@@ -304,12 +304,7 @@ class UpstreamDecoder:
                 calls = delta.get("tool_calls")
                 if isinstance(calls, list) and calls:
                     self._openai_tool_calls(calls, whole=delta is choice.get("message"), out=out)
-                thought = delta.get("reasoning_content")
-                if isinstance(thought, str) and thought:
-                    self._emit(THINKING, thought, out)
-                other = delta.get("reasoning")
-                if isinstance(other, str) and other and other != thought:
-                    self._emit(THINKING, other, out)
+                self._reasoning(delta.get("reasoning_content"), delta.get("reasoning"), out)
                 text = delta.get("content")
             reason = choice.get("finish_reason")
         else:
@@ -342,14 +337,17 @@ class UpstreamDecoder:
         """What _dispatch's JSON path does with a chunk _PLAIN_CHUNK matched: the same parts."""
         k1, v1, k2, v2, k3, v3, k4, v4 = chunk.groups()
         delta = {k1: v1, k2: v2, k3: v3, k4: v4}  # a repeated key: the last wins, as in json.loads
-        thought = delta.get("reasoning_content")
-        if thought:
-            self._emit(THINKING, thought, out)
-        other = delta.get("reasoning")
-        if other and other != thought:
-            self._emit(THINKING, other, out)
+        self._reasoning(delta.get("reasoning_content"), delta.get("reasoning"), out)
         if text := delta.get("content"):
             self._content(text, out)
+
+    def _reasoning(self, thought: object, other: object, out: Decoded) -> None:
+        """A delta's reasoning: reasoning_content, then reasoning unless it repeats it (Kimi
+        sends both fields with the same text: it is relayed once)."""
+        if isinstance(thought, str) and thought:
+            self._emit(THINKING, thought, out)
+        if isinstance(other, str) and other and other != thought:
+            self._emit(THINKING, other, out)
 
     def _call(self, key: object, out: Decoded, *, id: str | None, name: str | None, arguments: str) -> None:
         """One piece of the call known upstream as ``key``; a key not seen before starts a call."""
