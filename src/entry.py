@@ -24,7 +24,7 @@ import gateway
 import health
 import rate_limit
 from errors import ApiError, ClientGone
-from jsstream import JsByteSource, RelayPipe, iter_body, js_object, live_streams
+from jsstream import JsByteSource, RelayPipe, iter_body, js_bind, js_object, live_streams
 from relay import OneShot, Relay, Upstream, relay_whole
 from request_log import CURRENT, JsonLines, RequestLog, detail_line, request_id
 from routes import TABLE
@@ -95,10 +95,7 @@ class _RunStop:
     def __init__(self, client: Any, timeout: float) -> None:
         controller = js.AbortController.new()
         self.signal = controller.signal
-        # controller.abort bound to it: a JS function, so no proxy to manage.
-        self._abort = js.Reflect.apply(
-            js.Reflect.get(js.Function.prototype, "bind"), js.Reflect.get(controller, "abort"), to_js([controller])
-        )
+        self._abort = js_bind(js.Reflect.get(controller, "abort"), controller)
         self._sources = [js.AbortSignal.timeout(max(1, int(timeout * 1000)))]
         if client is not None:
             self._sources.append(client)

@@ -145,6 +145,12 @@ async def iter_body(request: "js.Request") -> AsyncIterator[bytes]:
         _ignore(reader.cancel())
 
 
+def js_bind(fn: Any, this: Any, *bound: Any) -> Any:
+    """`fn.bind(this, *bound)`: a JS function, so no proxy to manage (and no code made from a
+    string, which workerd forbids)."""
+    return js.Reflect.apply(js.Reflect.get(js.Function.prototype, "bind"), fn, to_js([this, *bound]))
+
+
 def _void_caller(fn: Any, this: Any, *bound: Any) -> Callable[[Any], None]:
     """call(value): `fn.call(this, *bound, value)`, made by JS, its result dropped in JS.
 
@@ -158,8 +164,7 @@ def _void_caller(fn: Any, this: Any, *bound: Any) -> Callable[[Any], None]:
     called here ignores arguments past the ones it takes.)"""
     box = js.Array.new(1)
     for_each = js.Reflect.get(js.Array.prototype, "forEach")
-    target = js.Reflect.apply(js.Reflect.get(js.Function.prototype, "bind"), fn, to_js([this, *bound]))
-    args = to_js([target])
+    args = to_js([js_bind(fn, this, *bound)])
     put = js.Reflect.set
     apply = js.Reflect.apply
 
