@@ -7,6 +7,8 @@ average on English prose) plus a few tokens per message for the chat template, p
 max_tokens, which Workers AI counts against the window as well (its 5021 message says
 "input and maximum output tokens"). It runs low on code and non-Latin scripts; those
 requests reach the model and come back as the same 5021 -> context_length_exceeded.
+An image counts as IMAGE_TOKENS whatever its size in bytes: a vision encoder turns it into a
+bounded number of tokens, and its base64 text is not read as text.
 """
 
 from __future__ import annotations
@@ -15,47 +17,56 @@ import json
 import math
 from typing import Any
 
+import catalog
+from catalog import CONTEXT_WINDOWS
 from errors import ApiError
+
+__all__ = ["CONTEXT_WINDOWS", "check", "estimate"]
 
 CHARS_PER_TOKEN = 4
 MESSAGE_OVERHEAD_TOKENS = 4  # e.g. Llama 3: <|start_header_id|>role<|end_header_id|>\n\n...<|eot_id|>
-
-# Context windows in tokens, as the Workers AI model pages give them ("Context Window";
-# the catalog's `context_window` property, cloudflare/cloudflare-docs
-# src/content/workers-ai-models/<name>.json), read 2026-11. A model not listed here is not
-# checked (Workers AI still is).
-CONTEXT_WINDOWS: dict[str, int] = {
-    # developers.cloudflare.com/ai/models/@cf/meta/llama-3.1-8b-instruct/: 7,968 tokens
-    # (retired 2026-05-30, still in wrangler.toml's AI_MODELS)
-    "@cf/meta/llama-3.1-8b-instruct": 7_968,
-    # developers.cloudflare.com/workers-ai/models/llama-3.1-8b-instruct-fast/: 128,000 tokens
-    "@cf/meta/llama-3.1-8b-instruct-fast": 128_000,
-    # developers.cloudflare.com/workers-ai/models/gpt-oss-20b/: 128,000 (gpt-oss-20b.json)
-    "@cf/openai/gpt-oss-20b": 128_000,
-    # developers.cloudflare.com/workers-ai/models/gpt-oss-120b/: 128,000 (gpt-oss-120b.json)
-    "@cf/openai/gpt-oss-120b": 128_000,
-    # developers.cloudflare.com/workers-ai/models/gemma-4-26b-a4b-it/: 256,000 (gemma-4-26b-a4b-it.json)
-    "@cf/google/gemma-4-26b-a4b-it": 256_000,
-}
+# Gemma 3/4 encode an image in 256-1,120 tokens, Llama 4 in 144 per tile (up to 16 tiles and
+# a global one): the high end of either, so an estimate never runs low on images.
+IMAGE_TOKENS = 2_500
 
 
 def _chars(value: object) -> int:
     return len(value) if isinstance(value, str) else len(json.dumps(value, ensure_ascii=False))
 
 
+def _content(content: object) -> tuple[int, int]:
+    """(characters of text, images) of one message's content."""
+    if not isinstance(content, list):
+        return _chars(content) if content is not None else 0, 0
+    chars = images = 0
+    for part in content:
+        if isinstance(part, dict) and part.get("type") == "image_url":
+            images += 1
+        elif isinstance(part, dict):
+            chars += _chars(part.get("text", ""))
+    return chars, images
+
+
 def estimate(inputs: dict[str, Any]) -> int:
-    """Tokens the request may take: the messages, anything structured the model reads as
-    text (tools, say), and max_tokens."""
+    """Tokens the request may take: the messages (text, images, the reasoning and tool calls
+    they carry back), anything structured the model reads as text (tools, say), and max_tokens."""
     messages = inputs.get("messages") or []
-    chars = sum(_chars(m.get("content", "")) for m in messages if isinstance(m, dict))
+    chars = images = 0
+    for m in messages:
+        if not isinstance(m, dict):
+            continue
+        text, pictures = _content(m.get("content"))
+        chars += text + sum(_chars(m[k]) for k in ("reasoning", "tool_calls") if m.get(k))
+        images += pictures
     chars += sum(_chars(v) for k, v in inputs.items() if k != "messages" and isinstance(v, (list, dict)))
     max_tokens = inputs.get("max_tokens")
     output = max_tokens if isinstance(max_tokens, int) else 0
-    return math.ceil(chars / CHARS_PER_TOKEN) + MESSAGE_OVERHEAD_TOKENS * len(messages) + output
+    text_tokens = math.ceil(chars / CHARS_PER_TOKEN)
+    return text_tokens + IMAGE_TOKENS * images + MESSAGE_OVERHEAD_TOKENS * len(messages) + output
 
 
 def check(model: str, inputs: dict[str, Any]) -> None:
-    window = CONTEXT_WINDOWS.get(model)
+    window = catalog.info(model).context_window
     if window is None:
         return
     need = estimate(inputs)
