@@ -18,7 +18,8 @@ from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from typing import Protocol
 
-from upstream import Part, ToolCall, UpstreamDecoder
+from stop import StopScanner
+from upstream import TEXT, Part, ToolCall, UpstreamDecoder
 
 
 class ByteSource(Protocol):
@@ -104,7 +105,7 @@ class Relay:
     """
 
     __slots__ = (
-        "_decoder", "_encoder", "_timing", "_max_tokens", "_step",
+        "_decoder", "_encoder", "_timing", "_max_tokens", "_step", "_stops",
         "_last_data", "_last_sent", "_last_tick", "_got_data", "_sent", "closed",
         "ending", "first_output_at", "notes",
     )
@@ -117,8 +118,10 @@ class Relay:
         now: float,
         max_tokens: int | None = None,
         opens_thinking: bool = False,
+        stops: tuple[str, ...] = (),
     ) -> None:
         self._decoder = UpstreamDecoder(opens_thinking=opens_thinking)
+        self._stops = StopScanner(stops) if stops else None
         self._encoder = encoder
         self._timing = timing
         self._max_tokens = max_tokens
@@ -146,10 +149,14 @@ class Relay:
             return b""
         self._got_data = True
         decoded = self._decoder.feed(chunk)
-        out = self._encoder.parts(decoded.parts) if decoded.parts else b""
-        if decoded.tool_calls:
+        parts = self._cut(decoded.parts) if self._stops is not None else decoded.parts
+        stopped = self._stops is not None and self._stops.stopped
+        if decoded.done and not stopped:
+            parts = parts + self._held()
+        out = self._encoder.parts(parts) if parts else b""
+        if decoded.tool_calls and not stopped:
             out += self._encoder.tool_calls(decoded.tool_calls)
-        if decoded.done:
+        if decoded.done or stopped:
             out += self._finish()
         if out:
             self._sent = True
@@ -157,15 +164,38 @@ class Relay:
                 self.first_output_at = time.monotonic()
         return out
 
+    def _cut(self, parts: list[Part]) -> list[Part]:
+        """The parts up to the first stop string of the answer's text; reasoning is not cut."""
+        assert self._stops is not None
+        out: list[Part] = []
+        for kind, text in parts:
+            if kind == TEXT:
+                text = self._stops.feed(text)
+            if text:
+                out.append((kind, text))
+            if self._stops.stopped:
+                break
+        return out
+
+    def _held(self) -> list[Part]:
+        """Text held back as a possible start of a stop string, once the answer ends otherwise."""
+        held = self._stops.flush() if self._stops is not None else ""
+        return [(TEXT, held)] if held else []
+
+    def _parts(self, parts: list[Part]) -> bytes:
+        return self._encoder.parts(parts) if parts else b""
+
     def end(self) -> bytes:
         """The upstream ended: complete after [DONE], reported as incomplete otherwise."""
         if self.closed:
             return b""
         decoded = self._decoder.flush()
-        out = self._encoder.parts(decoded.parts) if decoded.parts else b""
-        if decoded.tool_calls:
+        parts = self._cut(decoded.parts) if self._stops is not None else decoded.parts
+        stopped = self._stops is not None and self._stops.stopped
+        out = self._parts(parts + ([] if stopped else self._held()))
+        if decoded.tool_calls and not stopped:
             out += self._encoder.tool_calls(decoded.tool_calls)
-        if self._decoder.done:
+        if self._decoder.done or stopped:
             return out + self._finish()
         self.notes.append("upstream ended without [DONE]")
         return out + self._fail(INCOMPLETE)
@@ -175,7 +205,7 @@ class Relay:
         if self.closed:
             return b""
         self.notes.append(f"upstream stream ended abnormally: {error}")
-        return self._fail(STREAM_FAILED)
+        return self._parts(self._held()) + self._fail(STREAM_FAILED)
 
     def crash(self, error: BaseException) -> bytes:
         """Our own code failed mid-answer: still end with an error event, never a broken stream."""
@@ -209,7 +239,7 @@ class Relay:
                 code="upstream_timeout",
                 message=f"The model sent nothing for {self._timing.give_up_after:g} seconds.",
             )
-            return self._fail(failure)
+            return self._parts(self._held()) + self._fail(failure)
         if now - self._last_sent >= self._timing.ping_after:
             self._last_sent = now
             return self._encoder.ping()
@@ -219,14 +249,17 @@ class Relay:
         self.closed = True
         decoder = self._decoder
         reason = decoder.finish_reason
-        if reason is None:
-            completion = (decoder.usage or {}).get("completion_tokens")
-            limit = self._max_tokens
-            reason = "length" if limit and completion and completion >= limit else "stop"
-        if reason == "stop" and decoder.tool_calls_seen:
-            # Native frames carry no finish reason, and some models say "stop" after calls:
-            # clients run the tools only on "tool_calls".
-            reason = "tool_calls"
+        if self._stops is not None and self._stops.stopped:
+            reason = "stop"  # the relay's own stop string: the model did not get to finish
+        else:
+            if reason is None:
+                completion = (decoder.usage or {}).get("completion_tokens")
+                limit = self._max_tokens
+                reason = "length" if limit and completion and completion >= limit else "stop"
+            if reason == "stop" and decoder.tool_calls_seen:
+                # Native frames carry no finish reason, and some models say "stop" after
+                # calls: clients run the tools only on "tool_calls".
+                reason = "tool_calls"
         if decoder.unknown_finish_reason is not None:
             self.notes.append(f"unknown finish_reason {decoder.unknown_finish_reason!r} reported as {reason!r}")
         while_thinking = reason == "length" and decoder.thinking_seen and not decoder.text_seen
@@ -248,6 +281,12 @@ def relay_whole(relay: Relay, whole: OneShot) -> bytes:
     except Exception as exc:
         out += relay.crash(exc)
     return out
+
+
+async def drain(source: ByteSource, relay: Relay) -> None:
+    """drive() to the end, its output dropped: a whole answer on a host with asyncio timers."""
+    async for _ in drive(source, relay):
+        pass
 
 
 async def drive(source: ByteSource, relay: Relay) -> AsyncGenerator[bytes, None]:
