@@ -18,7 +18,7 @@ from chat_request import check_content_type, parse_chat, parse_json, read_body, 
 from errors import ApiError, clip
 from guard import KEY_ONLY, PAGE_OR_KEY, Access, guard
 from rate_limit import Limiter
-from relay import Encoder, Relay, Timing, Upstream
+from relay import ByteSource, Encoder, Relay, Timing, Upstream
 from settings import Lookup, Settings, SettingsError
 from version import VERSION
 from web import API_HEADERS, SSE_HEADERS, Headers, Relayed, WebRequest, WebResponse, json_response
@@ -41,6 +41,12 @@ class ChatModel(Protocol):
         The timeout is the model's to keep: in the Worker a Python (asyncio) timer would
         outlive a request whose client left, holding its objects for good (measured on
         workerd), so the shell waits with a JS AbortSignal.timeout instead."""
+        ...
+
+    async def drain(self, source: ByteSource, relay: Relay) -> None:
+        """Runs the relay over a streamed answer to its end, for a client that wants it whole:
+        the relay's idle limit applies (silence times out, not length), and a client that
+        leaves stops the read. The relay's encoder collects; nothing is written anywhere."""
         ...
 
 
@@ -86,25 +92,41 @@ async def open_upstream(ctx: Context, model: str, inputs: dict[str, Any]) -> Ups
         raise error from exc
 
 
-def new_relay(ctx: Context, encoder: Encoder, max_tokens: int, model: str) -> Relay:
+def new_relay(ctx: Context, encoder: Encoder, max_tokens: int, model: str, stops: tuple[str, ...] = ()) -> Relay:
     s = ctx.settings
     timing = Timing(ping_after=s.ping_after, give_up_after=s.give_up_after)
     opens = catalog.info(model).opens_thinking
-    return Relay(encoder, timing, now=time.monotonic(), max_tokens=max_tokens, opens_thinking=opens)
+    return Relay(encoder, timing, now=time.monotonic(), max_tokens=max_tokens, opens_thinking=opens, stops=stops)
 
 
 async def chat(ctx: Context) -> WebResponse:
     request = parse_chat(await parse_body(ctx), ctx.settings)
     source = await open_upstream(ctx, request.model, request.ai_inputs())
-    relay = new_relay(ctx, ChatEncoder(), request.max_tokens, request.model)
+    relay = new_relay(ctx, ChatEncoder(), request.max_tokens, request.model, request.stop)
     return WebResponse(status=200, headers=SSE_HEADERS, body=Relayed(source=source, relay=relay))
 
 
 async def models(ctx: Context) -> WebResponse:
     s = ctx.settings
-    limits = {"max_messages": s.max_messages, "max_message_chars": s.max_message_chars, "max_body_bytes": s.max_body_bytes}
+    limits = {
+        "max_messages": s.max_messages,
+        "max_message_chars": s.max_message_chars,
+        "max_body_bytes": s.max_body_bytes,
+        "max_images": s.max_images,
+        "max_image_bytes": s.max_image_bytes,
+        "max_tokens_limit": s.max_tokens_limit,
+        "default_max_tokens": s.default_max_tokens,
+    }
     reasoning = [m for m in s.models if catalog.info(m).reasons]
-    body = {"models": list(s.models), "default": s.default_model, "reasoning": reasoning, "limits": limits, "version": VERSION}
+    capabilities = {m: catalog.capabilities(m) for m in s.models}
+    body = {
+        "models": list(s.models),
+        "default": s.default_model,
+        "reasoning": reasoning,
+        "capabilities": capabilities,
+        "limits": limits,
+        "version": VERSION,
+    }
     return json_response(200, body)
 
 
@@ -202,14 +224,25 @@ def preflight(request: WebRequest, route: Route, cors: Headers) -> WebResponse:
 
 
 async def handle(
-    request: WebRequest, env: Lookup, model: ChatModel, table: RouteTable, *, limiter: Limiter | None
+    request: WebRequest,
+    env: Lookup,
+    model: ChatModel,
+    table: RouteTable,
+    *,
+    limiter: Limiter | None,
+    key_limiter: Limiter | None = None,
 ) -> WebResponse:
     """Every answer, error or not, leaves through here with API_HEADERS."""
-    return (await _answer(request, env, model, table, limiter)).with_headers(API_HEADERS)
+    return (await _answer(request, env, model, table, limiter, key_limiter)).with_headers(API_HEADERS)
 
 
 async def _answer(
-    request: WebRequest, env: Lookup, model: ChatModel, table: RouteTable, limiter: Limiter | None
+    request: WebRequest,
+    env: Lookup,
+    model: ChatModel,
+    table: RouteTable,
+    limiter: Limiter | None,
+    key_limiter: Limiter | None,
 ) -> WebResponse:
     route = table.find(request.path)
     if route is None:
@@ -242,7 +275,7 @@ async def _answer(
             headers=(("allow", route.allow),),
         )
         return route.render_error(error).with_headers(cors)
-    refusal = await guard(request, access=route.access, metered=route.metered, env=env, limiter=limiter)
+    refusal = await guard(request, access=route.access, metered=route.metered, env=env, limiter=limiter, key_limiter=key_limiter)
     if refusal is not None:
         return route.render_error(refusal).with_headers(cors)
     try:

@@ -9,29 +9,26 @@ from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import catalog
 import json_limits
-from errors import ApiError, clip, invalid, shown
+from conversation import CHAT, parse_conversation
+from errors import ApiError, clip, invalid, json_shown, shown
 from settings import Settings
+from stop import parse_stop
 
-ROLES = ("system", "user", "assistant")
-CHAT_FIELDS = ("messages", "model", "max_tokens", "temperature", "reasoning_effort")
+CHAT_FIELDS = ("messages", "model", "max_tokens", "temperature", "reasoning_effort", "stop")
 TEMPERATURE_RANGE = (0.0, 5.0)  # what Workers AI text models accept
 REASONING_EFFORTS = ("low", "medium", "high")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Message:
-    role: str
-    content: str
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
 class ChatRequest:
     model: str
-    messages: tuple[Message, ...]
+    messages: tuple[dict[str, Any], ...]
     max_tokens: int
     temperature: float | None = None
     reasoning_effort: str | None = None
+    stop: tuple[str, ...] = ()  # cut by the relay (see stop.py), not sent to the model
 
     def ai_inputs(self) -> dict[str, Any]:
         """What env.AI.run receives: only known fields, always streaming, always max_tokens.
@@ -40,7 +37,7 @@ class ChatRequest:
         (gpt-oss, ...) read it; it is left out when not asked for.
         """
         inputs: dict[str, Any] = {
-            "messages": [{"role": m.role, "content": m.content} for m in self.messages],
+            "messages": [dict(m) for m in self.messages],
             "stream": True,
             "max_tokens": self.max_tokens,
         }
@@ -157,75 +154,6 @@ def well_formed_json(value: Any) -> Any:
     return value
 
 
-def message_list(value: object, settings: Settings) -> list[object]:
-    """The `messages` array itself, the same in both APIs: present, an array, not empty, and
-    within MAX_MESSAGES."""
-    if value is None:
-        raise invalid("messages", "is required")
-    if not isinstance(value, list):
-        raise invalid("messages", "must be an array of {role, content} objects")
-    if not value:
-        raise invalid("messages", "must contain at least one message")
-    if len(value) > settings.max_messages:
-        raise ApiError(
-            400,
-            "too_many_messages",
-            f"messages: {len(value)} messages exceed the limit of {settings.max_messages}",
-            param="messages",
-        )
-    return value
-
-
-def message_text(field: str, content: object) -> str:
-    if isinstance(content, str):
-        return content
-    raise invalid(field, "must be a string")
-
-
-def parse_messages(
-    value: object,
-    settings: Settings,
-    *,
-    roles: Mapping[str, str],
-    content_of: Any = message_text,
-    message_fields: tuple[str, ...] = ("role", "content"),
-) -> tuple[Message, ...]:
-    items = message_list(value, settings)
-    messages: list[Message] = []
-    for i, item in enumerate(items):
-        where = f"messages[{i}]"
-        if not isinstance(item, dict):
-            raise invalid(where, "must be an object with role and content")
-        for key in item:
-            if key not in message_fields:
-                raise ApiError(
-                    400,
-                    "unknown_field",
-                    f"{where}.{clip(key)}: unknown field; allowed fields are "
-                    f"{', '.join(message_fields)}",
-                    param=f"{where}.{clip(key)}",
-                )
-        role = item.get("role")
-        if not isinstance(role, str) or role not in roles:
-            allowed = ", ".join(repr(r) for r in roles)
-            raise invalid(f"{where}.role", f"must be one of {allowed}, got {shown(role)}")
-        if "content" not in item:
-            raise invalid(f"{where}.content", "is required")
-        content = well_formed(content_of(f"{where}.content", item["content"]))
-        if len(content) > settings.max_message_chars:
-            raise ApiError(
-                400,
-                "message_too_long",
-                f"{where}.content: {len(content)} characters exceed the limit of "
-                f"{settings.max_message_chars}",
-                param=f"{where}.content",
-            )
-        if not content.strip() and roles[role] == "user":
-            raise invalid(f"{where}.content", "must not be empty")
-        messages.append(Message(role=roles[role], content=content))
-    return tuple(messages)
-
-
 def parse_model(value: object, settings: Settings) -> str:
     if value is None:
         return settings.default_model
@@ -270,17 +198,18 @@ def parse_reasoning_effort(value: object) -> str | None:
     if isinstance(value, str) and value in REASONING_EFFORTS:
         return value
     allowed = ", ".join(repr(e) for e in REASONING_EFFORTS)
-    raise invalid("reasoning_effort", f"must be one of {allowed} or null, got {value!r}")
+    raise invalid("reasoning_effort", f"must be one of {allowed} or null, got {json_shown(value)}")
 
 
 def parse_chat(body: dict[str, Any], settings: Settings) -> ChatRequest:
     reject_unknown(body, CHAT_FIELDS)
+    model = parse_model(body.get("model"), settings)
+    conversation = parse_conversation(body.get("messages"), settings, dialect=CHAT, model=model, facts=catalog.info(model))
     return ChatRequest(
-        messages=parse_messages(
-            body.get("messages"), settings, roles={r: r for r in ROLES}
-        ),
-        model=parse_model(body.get("model"), settings),
+        messages=conversation.messages,
+        model=model,
         max_tokens=parse_max_tokens("max_tokens", body.get("max_tokens"), settings),
         temperature=parse_temperature(body.get("temperature")),
         reasoning_effort=parse_reasoning_effort(body.get("reasoning_effort")),
+        stop=parse_stop("stop", body.get("stop")),
     )

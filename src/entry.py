@@ -25,7 +25,7 @@ import health
 import rate_limit
 from errors import ApiError, ClientGone
 from jsstream import JsByteSource, RelayPipe, iter_body, js_bind, js_object, live_streams
-from relay import OneShot, Relay, Upstream, relay_whole
+from relay import ByteSource, OneShot, Relay, Upstream, relay_whole
 from request_log import CURRENT, JsonLines, RequestLog, detail_line, request_id
 from routes import TABLE
 from settings import Lookup
@@ -80,6 +80,12 @@ class WorkersAi:
             return JsByteSource(result)
         return OneShot(result=result.to_py() if hasattr(result, "to_py") else result)
 
+    async def drain(self, source: ByteSource, relay: Relay) -> None:
+        """The same pipe as a streamed answer (JS timers for the idle limit, the client's
+        signal to stop it), with no reader: the relay's encoder collects the answer."""
+        assert isinstance(source, JsByteSource), source
+        await RelayPipe(source.stream, relay, self._signal).to_end()
+
 
 class _RunStop:
     """The signal env.AI.run() is given (workerd's Ai class hands it to its fetch): it aborts
@@ -124,8 +130,8 @@ class RateLimiter:
         return success is True
 
 
-def _limiter(env: Any) -> RateLimiter | None:
-    binding = getattr(env, rate_limit.BINDING, None)
+def _limiter(env: Any, name: str = rate_limit.BINDING) -> RateLimiter | None:
+    binding = getattr(env, name, None)
     return None if binding is None else RateLimiter(binding)
 
 
@@ -203,7 +209,7 @@ class Default(WorkerEntrypoint):  # type: ignore[misc]  # the SDK has no stubs
             web = WebRequest(method=record.method, url=url, path=path, headers=headers, body=iter_body(raw))
             model = WorkersAi(self.env, raw.signal, record)
             try:
-                response = await app.handle(web, lookup, model, TABLE, limiter=_limiter(self.env))
+                response = await app.handle(web, lookup, model, TABLE, limiter=_limiter(self.env), key_limiter=_limiter(self.env, rate_limit.KEY_BINDING))
             except Exception:
                 _emit(detail_line(record.request_id, "error", "entry", traceback.format_exc()))
                 response = app.app_error(ApiError(500, "internal_error", "The request could not be completed."))

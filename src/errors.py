@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 
 class ApiError(Exception):
     def __init__(
@@ -43,6 +45,16 @@ def shown(value: object) -> str:
     if isinstance(value, str):
         return repr(_cut(value))  # repr escapes lone surrogates and control characters itself
     return json_type(value)
+
+
+def json_shown(value: object) -> str:
+    """A client's small value as JSON text (`true`, `{"50256": -100}`), clipped: what the
+    client sent, in the client's own notation rather than Python's."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
+    except (TypeError, ValueError):
+        return json_type(value)
+    return clip(text)
 
 
 def json_type(value: object) -> str:

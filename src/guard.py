@@ -72,7 +72,13 @@ def check_key(request: WebRequest, access: Access | None, keys: Keys) -> tuple[A
 
 
 async def guard(
-    request: WebRequest, *, access: Access | None, metered: bool, env: Lookup, limiter: Limiter | None
+    request: WebRequest,
+    *,
+    access: Access | None,
+    metered: bool,
+    env: Lookup,
+    limiter: Limiter | None,
+    key_limiter: Limiter | None = None,
 ) -> ApiError | None:
     error, key = check_key(request, access, Keys.parse(env(SECRET)))
     if error is not None or not metered:
@@ -80,7 +86,10 @@ async def guard(
     if limiter is None:
         log.error("misconfigured: no %s binding (a [[ratelimits]] entry in wrangler.toml)", rate_limit.BINDING)
         return rate_limit.not_configured()
-    bucket = rate_key(key) if key is not None else rate_limit.address_key(request.headers)
-    if not await limiter.allow(bucket):
+    if key is not None:
+        bucket, counter = rate_key(key), key_limiter or limiter
+    else:
+        bucket, counter = rate_limit.address_key(request.headers), limiter
+    if not await counter.allow(bucket):
         return rate_limit.rate_limited()
     return None

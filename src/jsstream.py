@@ -69,8 +69,8 @@ def _bytes_of(value: Any) -> bytes:
 
 class JsByteSource:
     """A streamed answer from env.AI.run(). The shell hands the untouched stream to a
-    RelayPipe; read() serves only drive(), for a model that streams although asked for a whole
-    answer. After cancel() no read reaches the stream again."""
+    RelayPipe, for a streamed answer and a collected one alike; read() is the ByteSource
+    protocol's, for host drivers (relay.drive). After cancel() no read reaches the stream again."""
 
     __slots__ = ("stream", "_reader", "_stopped")
 
@@ -252,6 +252,13 @@ class RelayPipe:
                 return
             self._signal.addEventListener("abort", self._on_gone)
         self._schedule()
+
+    async def to_end(self) -> None:
+        """For a body nobody reads (an answer the client wants whole, collected by the relay's
+        encoder): wait until the relay has ended and released everything, then cancel the
+        unread body, so the writer's `closed` settles and nothing waits on it."""
+        await self._done.promise
+        _void_caller(js.Reflect.get(self.stream, "cancel"), self.stream)(None)
 
     def _chunk(self, chunk: Any, _controller: Any = None) -> None:
         if self._ended:

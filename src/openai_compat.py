@@ -15,12 +15,15 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote
 
+import catalog
 import openai_params
 from app import Api, Context, Route, new_relay, open_upstream, parse_body
 from chat_request import parse_max_tokens, parse_model, parse_reasoning_effort
-from errors import ApiError, clip, invalid
-from openai_messages import parse_messages, parse_tool_choice, parse_tools
-from relay import Failed, Finished, OneShot, drive, relay_whole
+from errors import ApiError, ClientGone, clip, invalid
+from conversation import OPENAI, parse_conversation
+from openai_messages import parse_tool_choice, parse_tools
+from relay import Failed, Finished, OneShot, relay_whole
+from stop import parse_stop
 from upstream import TEXT, Part, ToolCall
 from web import SSE_HEADERS, Relayed, WebResponse, json_response
 
@@ -28,8 +31,8 @@ ERROR_TYPES = {403: "permission_error", 404: "not_found_error", 429: "rate_limit
 # OpenAI's own 404 for a model id is an invalid request, not a missing route.
 ERROR_TYPES_BY_CODE = {"model_not_found": "invalid_request_error"}
 
-# Read by the endpoint below rather than passed as they come.
-_OWN_INPUTS = ("max_tokens", "max_completion_tokens", "tools", "tool_choice", "reasoning_effort", "response_format")
+# Passed parameters the endpoint below reads itself rather than passing them as they come.
+_OWN_INPUTS = ("max_tokens", "max_completion_tokens", "tools", "tool_choice", "reasoning_effort", "reasoning", "response_format")
 
 
 def openai_error(error: ApiError) -> WebResponse:
@@ -52,11 +55,14 @@ class CompletionRequest:
     stream: bool
     include_usage: bool
     json_mode: bool = False
+    stop: tuple[str, ...] = ()  # cut by the relay, never sent to the model
 
     def ai_inputs(self) -> dict[str, Any]:
         inputs: dict[str, Any] = {
             "messages": [dict(m) for m in self.messages],
-            "stream": self.stream and not self.json_mode,
+            # Streamed from the model even for a client that wants the whole answer: then
+            # silence times out, not length (the run() call itself is bounded by the idle limit).
+            "stream": not self.json_mode,
             "max_tokens": self.max_tokens,
         }
         inputs.update(self.options)
@@ -97,6 +103,8 @@ def parse_completion(body: dict[str, Any], ctx: Context) -> CompletionRequest:
     else:
         max_tokens = parse_max_tokens("max_tokens", body.get("max_tokens"), ctx.settings)
     effort = parse_reasoning_effort(body.get("reasoning_effort"))
+    if effort is None and body.get("reasoning") is not None:
+        effort = openai_params.reasoning_object("reasoning", body["reasoning"])  # type: ignore[assignment]
     if effort is not None:
         options["reasoning_effort"] = effort
     tools = parse_tools(body.get("tools"))
@@ -111,9 +119,12 @@ def parse_completion(body: dict[str, Any], ctx: Context) -> CompletionRequest:
         assert isinstance(response_format, dict)
         openai_inputs = openai_params.takes_openai_inputs(model)
         options["response_format"] = response_format if openai_inputs else openai_params.native_response_format(response_format)
+    facts = catalog.info(model)
+    conversation = parse_conversation(body.get("messages"), ctx.settings, dialect=OPENAI, model=model, facts=facts)
     return CompletionRequest(
         model=model,
-        messages=parse_messages(body.get("messages"), ctx.settings),
+        messages=conversation.messages,
+        stop=parse_stop("stop", body.get("stop")),
         max_tokens=max_tokens,
         options=tuple(options.items()),
         stream=stream,
@@ -254,26 +265,25 @@ class Collector:
 
 async def completions(ctx: Context) -> WebResponse:
     request = parse_completion(await parse_body(ctx), ctx)
-    # Not streamed to the client (or JSON mode): the whole answer, one JSON result.
     source = await open_upstream(ctx, request.model, request.ai_inputs())
     id, created = "chatcmpl-" + os.urandom(12).hex(), int(time.time())
     if request.stream:
         # A one-shot result (JSON mode) goes out as the same chunks: the shell runs relay_whole.
         encoder = CompletionEncoder(id=id, created=created, model=request.model, include_usage=request.include_usage)
-        relay = new_relay(ctx, encoder, request.max_tokens, request.model)
+        relay = new_relay(ctx, encoder, request.max_tokens, request.model, request.stop)
         return WebResponse(status=200, headers=SSE_HEADERS, body=Relayed(source=source, relay=relay))
     collector = Collector(id=id)
-    relay = new_relay(ctx, collector, request.max_tokens, request.model)
+    relay = new_relay(ctx, collector, request.max_tokens, request.model, request.stop)
     if isinstance(source, OneShot):
         relay_whole(relay, source)
-    else:  # a model that streams although asked not to
-        async for _ in drive(source, relay):
-            pass
+    else:
+        await ctx.model.drain(source, relay)
     if collector.failure is not None:
-        raise ApiError(502, collector.failure.code, collector.failure.message)
+        status = 504 if collector.failure.code == "upstream_timeout" else 502
+        raise ApiError(status, collector.failure.code, collector.failure.message)
     finished = collector.finish
-    if finished is None:  # drive() always ends in finished or failed
-        raise ApiError(500, "internal_error", "The answer could not be completed.")
+    if finished is None:  # the relay ended neither way: its client went away
+        raise ClientGone()
     completion: dict[str, Any] = {
         "id": id,
         "object": "chat.completion",

@@ -16,6 +16,7 @@ QwQ: stop, OpenAI's response_format). A parameter one schema lacks is refused fo
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Callable
@@ -23,7 +24,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import catalog
-from errors import ApiError, clip, invalid
+from errors import ApiError, clip, invalid, json_shown
+from chat_request import REASONING_EFFORTS
+from stop import MAX_STOPS
 
 PASSED = "passed"
 NEUTRAL = "neutral"
@@ -87,19 +90,20 @@ def of_type(kind: type, described: str) -> Check:
     return check
 
 
-def stop_sequences(name: str, value: object) -> object:
-    items = ([value] if value else []) if isinstance(value, str) else value
-    if not isinstance(items, list) or not all(isinstance(s, str) for s in items):
-        raise invalid(name, "must be a string or an array of strings")
-    if len(items) > 4:
-        raise invalid(name, f"at most 4 sequences, got {len(items)}")
-    if any(s == "" for s in items):
-        raise invalid(name, "must not contain an empty string")
-    return items
-
-
-def _no_stop(value: object) -> bool:
-    return value == []
+def reasoning_object(name: str, value: object) -> object:
+    """OpenRouter's `reasoning: {"effort": ...}`: the effort, sent as reasoning_effort."""
+    if not isinstance(value, dict):
+        raise invalid(name, 'must be an object, e.g. {"effort": "low"}')
+    for key, item in value.items():
+        if key == "effort":
+            if item not in REASONING_EFFORTS:
+                allowed = ", ".join(json.dumps(e) for e in REASONING_EFFORTS)
+                raise invalid(f"{name}.effort", f"must be one of {allowed}, got {json_shown(item)}")
+        elif key == "enabled" and item is True or key == "exclude" and item is False:
+            continue  # what happens anyway: the model reasons, and its reasoning is sent
+        else:
+            raise invalid(f"{name}.{clip(key)}", f"not supported: this service takes {name}.effort only (got {json_shown(item)})")
+    return value.get("effort")
 
 
 JSON_TYPES = ("text", "json_object", "json_schema")
@@ -164,16 +168,18 @@ PARAMS: tuple[Param, ...] = (
     Param(name="max_completion_tokens", handling=PASSED, note="same as `max_tokens` (wins over it)"),
     Param(name="temperature", handling=PASSED, note="0 to 5", check=number(0, 5)),
     Param(name="top_p", handling=PASSED, note="0 to 1", check=number(0, 1)),
-    Param(name="top_k", handling=PASSED, note="1 to 50; native-schema models only", check=number(1, 50, integer=True), models="native"),
+    Param(name="top_k", handling=PASSED, note="1 to 50", check=number(1, 50, integer=True)),
     Param(name="seed", handling=PASSED, note="1 to 9999999999", check=number(1, 9_999_999_999, integer=True)),
     Param(name="frequency_penalty", handling=PASSED, note="-2 to 2", check=number(-2, 2)),
     Param(name="presence_penalty", handling=PASSED, note="-2 to 2", check=number(-2, 2)),
-    Param(name="repetition_penalty", handling=PASSED, note="0 to 2; native-schema models only", check=number(0, 2), models="native"),
-    Param(name="stop", handling=PASSED, note="up to 4 strings; OpenAI-schema models only (`[]` and `\"\"` accepted everywhere)", check=stop_sequences, neutral=_no_stop, models="openai"),
+    Param(name="repetition_penalty", handling=PASSED, note="0 to 2", check=number(0, 2)),
+    Param(name="min_p", handling=PASSED, note="0 to 1; OpenAI-schema models only (vLLM's sampling parameter)", check=number(0, 1), models="openai"),
+    Param(name="stop", handling=OWN, note=f"a string or up to {MAX_STOPS} strings, on every model: the relay cuts the answer right before the first one (`finish_reason: \"stop\"`) and stops the model"),
     Param(name="response_format", handling=PASSED, note="`json_object` / `json_schema`: Workers AI JSON mode (not streamed upstream: a streamed request gets the whole answer as chunks); `text` is neutral", check=response_format, neutral=_text_format),
     Param(name="tools", handling=PASSED, note="`function` tools; `[]` is the same as none"),
     Param(name="tool_choice", handling=PASSED, note="`auto` (the default), `none` (tools are not sent), `required`, or one named function"),
     Param(name="reasoning_effort", handling=PASSED, note="`low`, `medium`, `high` (reasoning models)"),
+    Param(name="reasoning", handling=PASSED, note="`{\"effort\": ...}` (OpenRouter's form): sent as `reasoning_effort`; `reasoning_effort` wins when both are given", check=reasoning_object),
     Param(name="parallel_tool_calls", handling=NEUTRAL, note="any boolean; the model decides how many calls it makes", check=_boolean, neutral=_anything),
     Param(name="n", handling=NEUTRAL, note="`1` only", check=number(1, 128, integer=True), neutral=_equals(1)),
     Param(name="logprobs", handling=NEUTRAL, note="`false` only", check=_boolean, neutral=_equals(False)),
@@ -212,7 +218,7 @@ def read(name: str, value: object, model: str) -> object | None:
         return None
     if param.handling == NEUTRAL:
         accepted = param.note.split(";")[0].replace("`", "")
-        raise unsupported(name, f"this service accepts {accepted}, got {value!r}")
+        raise unsupported(name, f"this service accepts {accepted}, got {json_shown(value)}")
     if param.handling == REFUSED:
         raise unsupported(name, f"not supported: {param.note}")
     openai_inputs = takes_openai_inputs(model)

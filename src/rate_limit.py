@@ -12,6 +12,9 @@ from typing import Protocol
 from errors import ApiError
 
 BINDING = "RATE_LIMITER"
+# Clients presenting a valid API key are counted per key on this one (a higher limit: an
+# agent's turn is several calls). Without it they are counted on BINDING, never unlimited.
+KEY_BINDING = "KEY_RATE_LIMITER"
 # The binding does not say when its window ends; 60 s is the longest period it allows
 # (10 or 60), so a client that waits that long is always past the window that refused it.
 RETRY_AFTER_SECONDS = 60

@@ -7,6 +7,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
+import catalog
+
 T = TypeVar("T", int, float)
 
 Lookup = Callable[[str], "str | None"]
@@ -27,6 +29,8 @@ class Settings:
     max_body_bytes: int
     max_messages: int
     max_message_chars: int
+    max_images: int
+    max_image_bytes: int
     ping_after: float
     give_up_after: float
     allowed_origins: tuple[str, ...]
@@ -55,6 +59,20 @@ def _list(lookup: Lookup, key: str) -> tuple[str, ...]:
     return tuple(item for item in (part.strip() for part in raw.split(",")) if item)
 
 
+# Bytes of request body per token of context window: 4 characters a token, with room for
+# JSON escapes and multi-byte text.
+BODY_BYTES_PER_TOKEN = 6
+# Added to the body limit for images (base64, a third larger than the image).
+IMAGE_BODY_BYTES = 4 * 1024 * 1024
+UNKNOWN_WINDOW = 128_000  # tokens, for a model whose context window is not in the catalog
+
+
+def body_limit_for(models: tuple[str, ...]) -> int:
+    """The body the largest context window of the allow-list needs, images included."""
+    window = max(catalog.info(m).context_window or UNKNOWN_WINDOW for m in models)
+    return window * BODY_BYTES_PER_TOKEN + IMAGE_BODY_BYTES
+
+
 def load(lookup: Lookup) -> Settings:
     models = _list(lookup, "AI_MODELS") or DEFAULT_MODELS
     default_model = (lookup("AI_DEFAULT_MODEL") or "").strip() or models[0]
@@ -69,9 +87,11 @@ def load(lookup: Lookup) -> Settings:
         default_model=default_model,
         default_max_tokens=default_tokens,
         max_tokens_limit=limit,
-        max_body_bytes=_number(lookup, "MAX_BODY_BYTES", 65536, int, 64, 10_000_000),
-        max_messages=_number(lookup, "MAX_MESSAGES", 50, int, 1, 10_000),
-        max_message_chars=_number(lookup, "MAX_MESSAGE_CHARS", 8000, int, 1, 1_000_000),
+        max_body_bytes=_number(lookup, "MAX_BODY_BYTES", body_limit_for(models), int, 64, 64 * 1024 * 1024),
+        max_messages=_number(lookup, "MAX_MESSAGES", 1000, int, 1, 10_000),
+        max_message_chars=_number(lookup, "MAX_MESSAGE_CHARS", 1_000_000, int, 1, 16_000_000),
+        max_images=_number(lookup, "MAX_IMAGES", 8, int, 0, 100),
+        max_image_bytes=_number(lookup, "MAX_IMAGE_BYTES", 3 * 1024 * 1024, int, 1024, 20 * 1024 * 1024),
         ping_after=ping_after,
         give_up_after=give_up_after,
         allowed_origins=_list(lookup, "CORS_ALLOWED_ORIGINS"),

@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
 from app import Context
+from relay import ByteSource, Relay, drain
 from settings import Settings
 from think_tags import Part
 from web import WebRequest
@@ -71,6 +72,9 @@ class FakeModel:
         source = FakeSource(list(self.make))  # type: ignore[call-overload]
         self.sources.append(source)
         return source
+
+    async def drain(self, source: ByteSource, relay: Relay) -> None:
+        await drain(source, relay)
 
 
 @dataclass

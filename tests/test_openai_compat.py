@@ -92,7 +92,7 @@ def test_parse_supported_fields() -> None:
         ({"messages": USER, "n": "1"}, "invalid_field", "n"),
         ({"messages": USER, "reasoning_effort": "minimal"}, "invalid_field", "reasoning_effort"),
         ({"messages": USER, "max_completion_tokens": 0}, "invalid_field", "max_completion_tokens"),
-        ({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {}}]}]}, "invalid_field", "messages[0].content[0]"),
+        ({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {}}]}]}, "invalid_field", "messages[0].content[0].image_url.url"),
         ({"messages": [{"role": "tool", "content": "x"}]}, "invalid_field", "messages[0].tool_call_id"),
         ({"messages": [{"role": "function", "content": "x"}]}, "invalid_field", "messages[0].role"),
         ({"messages": USER, "model": "gpt-4o"}, "unknown_model", "model"),

@@ -29,7 +29,10 @@ def refusal(model: str = NATIVE, **params: Any) -> ApiError:
     return info.value
 
 
-BASE = {"messages": USER, "stream": False, "max_tokens": 1024}
+# A client that wants the answer whole still gets it streamed from the model (silence times
+# out, not length); JSON mode is the exception, which Workers AI does not stream.
+BASE = {"messages": USER, "stream": True, "max_tokens": 1024}
+WHOLE = {**BASE, "stream": False}
 
 
 @pytest.mark.parametrize(
@@ -38,8 +41,12 @@ BASE = {"messages": USER, "stream": False, "max_tokens": 1024}
         (NATIVE, {"temperature": 0.2, "top_p": 0.9, "top_k": 40, "seed": 7, "frequency_penalty": 0.5, "presence_penalty": -1,
                   "repetition_penalty": 1.1}, {"temperature": 0.2, "top_p": 0.9, "top_k": 40, "seed": 7, "frequency_penalty": 0.5,
                                                 "presence_penalty": -1, "repetition_penalty": 1.1}),
-        (OPENAI, {"stop": ["END", "\n\n"], "reasoning_effort": "low"}, {"stop": ["END", "\n\n"], "reasoning_effort": "low"}),
-        (OPENAI, {"stop": "END"}, {"stop": ["END"]}),
+        (OPENAI, {"top_k": 40, "repetition_penalty": 1.1, "min_p": 0.05}, {"top_k": 40, "repetition_penalty": 1.1, "min_p": 0.05}),
+        (OPENAI, {"reasoning_effort": "low", "reasoning": {"effort": "high"}}, {"reasoning_effort": "low"}),
+        (OPENAI, {"reasoning": {"effort": "high", "enabled": True, "exclude": False}}, {"reasoning_effort": "high"}),
+        # stop strings are the relay's (test_stop.py): never sent to the model
+        (OPENAI, {"stop": ["END", "\n\n", "a", "b", "c", "d"]}, {}),
+        (NATIVE, {"stop": "END"}, {}),
     ],
 )
 def test_passed_parameters_reach_the_inputs(model: str, params: dict[str, object], sent: dict[str, object]) -> None:
@@ -68,16 +75,14 @@ def test_neutral_values_are_accepted_and_send_nothing(model: str) -> None:
     ("model", "name", "value", "needle"),
     [
         (NATIVE, "n", 2, "n: this service accepts 1 only, got 2"),
-        (NATIVE, "logprobs", True, "logprobs: this service accepts false only, got True"),
+        (NATIVE, "logprobs", True, "logprobs: this service accepts false only, got true"),
         (NATIVE, "store", True, "store: this service accepts false only"),
-        (NATIVE, "logit_bias", {"50256": -100}, "logit_bias: this service accepts {} only"),
+        (NATIVE, "logit_bias", {"50256": -100}, 'logit_bias: this service accepts {} only, got {"50256": -100}'),
         (NATIVE, "service_tier", "priority", "service_tier: this service accepts auto or default only"),
         (NATIVE, "modalities", ["text", "audio"], "modalities: this service accepts [\"text\"] only"),
         (NATIVE, "audio", {"voice": "alloy", "format": "mp3"}, "audio: not supported: no audio output"),
         (NATIVE, "functions", [{"name": "f"}], "functions: not supported: deprecated by OpenAI: use `tools`"),
-        (NATIVE, "stop", ["END"], f"stop: not supported by {NATIVE}"),
-        (OPENAI, "top_k", 5, f"top_k: not supported by {OPENAI}"),
-        (OPENAI, "repetition_penalty", 1.2, f"repetition_penalty: not supported by {OPENAI}"),
+        (NATIVE, "min_p", 0.1, f"min_p: not supported by {NATIVE}"),
         (NATIVE, "best_of", 2, "best_of: not supported by this service"),
     ],
 )
@@ -99,7 +104,13 @@ def test_what_cannot_be_honoured_is_refused_by_name(model: str, name: str, value
         ("presence_penalty", 3, "presence_penalty", "must be between -2 and 2"),
         ("repetition_penalty", -0.1, "repetition_penalty", "must be between 0 and 2"),
         ("stop", [1], "stop", "must be a string or an array of strings"),
-        ("stop", ["a", "b", "c", "d", "e"], "stop", "at most 4 sequences"),
+        ("stop", ["s"] * 17, "stop", "at most 16 stop strings, got 17"),
+        ("stop", ["a", ""], "stop[1]", "must not be empty"),
+        ("min_p", 1.5, "min_p", "must be between 0 and 1"),
+        ("reasoning", "high", "reasoning", "must be an object"),
+        ("reasoning", {"effort": "max"}, "reasoning.effort", 'must be one of "low", "medium", "high", got "max"'),
+        ("reasoning", {"max_tokens": 100}, "reasoning.max_tokens", "takes reasoning.effort only (got 100)"),
+        ("reasoning_effort", True, "reasoning_effort", "got true"),
         ("logprobs", "no", "logprobs", "must be a boolean"),
         ("n", 1.0, "n", "must be an integer"),
         ("user", 5, "user", "must be a string"),
@@ -124,9 +135,9 @@ def test_json_mode_is_not_streamed_upstream_and_speaks_each_schema() -> None:
     openai_format = {"type": "json_schema", "json_schema": {"name": "place", "schema": SCHEMA, "strict": True}}
     request = parse_completion({"model": NATIVE, "messages": USER, "stream": True, "response_format": openai_format}, CTX)
     assert request.stream and request.json_mode
-    assert request.ai_inputs() == {**BASE, "response_format": {"type": "json_schema", "json_schema": SCHEMA}}
-    assert inputs(OPENAI, response_format=openai_format, stream=True) == {**BASE, "response_format": openai_format}
-    assert inputs(NATIVE, response_format={"type": "json_object"}) == {**BASE, "response_format": {"type": "json_object"}}
+    assert request.ai_inputs() == {**WHOLE, "response_format": {"type": "json_schema", "json_schema": SCHEMA}}
+    assert inputs(OPENAI, response_format=openai_format, stream=True) == {**WHOLE, "response_format": openai_format}
+    assert inputs(NATIVE, response_format={"type": "json_object"}) == {**WHOLE, "response_format": {"type": "json_object"}}
     plain = parse_completion({"model": NATIVE, "messages": USER, "stream": True, "response_format": {"type": "text"}}, CTX)
     assert plain.ai_inputs()["stream"] is True and not plain.json_mode
 

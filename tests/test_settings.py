@@ -15,8 +15,12 @@ def test_kill_switch_is_exactly_one(value: str | None, disabled: bool) -> None:
 def test_defaults() -> None:
     s = load(env({}))
     assert s.models == DEFAULT_MODELS and s.default_model == DEFAULT_MODELS[0]
-    assert (s.default_max_tokens, s.max_tokens_limit, s.max_body_bytes) == (1024, 4096, 65536)
-    assert (s.max_messages, s.max_message_chars, s.ping_after, s.give_up_after) == (50, 8000, 15.0, 60.0)
+    # the body a 256k-token window needs (6 bytes a token) plus 4 MiB of images
+    assert (s.default_max_tokens, s.max_tokens_limit, s.max_body_bytes) == (1024, 4096, 256_000 * 6 + 4 * 1024 * 1024)
+    assert (s.max_messages, s.max_message_chars, s.ping_after, s.give_up_after) == (1000, 1_000_000, 15.0, 60.0)
+    assert (s.max_images, s.max_image_bytes) == (8, 3 * 1024 * 1024)
+    # a model whose window is unknown here counts as 128k tokens
+    assert load(env({"AI_MODELS": "@cf/x/unknown"})).max_body_bytes == 128_000 * 6 + 4 * 1024 * 1024
     assert s.allowed_origins == ()
 
 
