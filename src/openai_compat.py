@@ -25,6 +25,7 @@ from openai_messages import parse_tool_choice, parse_tools
 from relay import Failed, Finished, OneShot, relay_whole
 from stop import parse_stop
 from upstream import TEXT, Part, ToolCall
+from version import RELEASED
 from web import SSE_HEADERS, Relayed, WebResponse, json_response
 
 ERROR_TYPES = {403: "permission_error", 404: "not_found_error", 429: "rate_limit_error"}
@@ -303,7 +304,8 @@ async def completions(ctx: Context) -> WebResponse:
 
 
 def model_object(model: str) -> dict[str, Any]:
-    return {"id": model, "object": "model", "created": 0, "owned_by": "cloudflare"}
+    """OpenAI's model object; `capabilities` is ours (clients keep unknown fields)."""
+    return {"id": model, "object": "model", "created": RELEASED, "owned_by": "cloudflare", "capabilities": catalog.capabilities(model)}
 
 
 async def models(ctx: Context) -> WebResponse:

@@ -153,5 +153,5 @@ def test_models_retrieve(client: openai.OpenAI) -> None:
 def test_unsupported_parameter_is_named_in_the_sdk_error(client: openai.OpenAI) -> None:
     with pytest.raises(openai.BadRequestError) as info:
         client.chat.completions.create(model=NATIVE, messages=ask("hi"), logprobs=True)
-    assert info.value.body == {"message": "logprobs: this service accepts false only, got True", "type": "invalid_request_error",
+    assert info.value.body == {"message": "logprobs: this service accepts false only, got true", "type": "invalid_request_error",
                                "param": "logprobs", "code": "unsupported_parameter"}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import select
 import socket
 import time
 from collections.abc import Iterator
@@ -190,7 +191,7 @@ def test_bad_input_over_http(runtime: Runtime, name: str, ctype: str | None, raw
 def test_oversized_chunked_body_is_refused_without_content_length(runtime: Runtime) -> None:
     def chunks() -> Iterator[bytes]:
         yield b'{"messages":[{"role":"user","content":"'
-        for _ in range(20):
+        for _ in range(1500):  # 6.1 MB > the 5.7 MB default (AI_MODELS' largest window and images)
             yield b"x" * 4096
         yield b'"}]}'
 
@@ -209,8 +210,10 @@ def test_chunked_body_is_refused_while_it_is_still_arriving(runtime: Runtime) ->
             b"Transfer-Encoding: chunked\r\n\r\n"
         )
         piece = b"x" * 8192
-        for _ in range(10):  # 80 KiB > 64 KiB, and the terminating chunk never comes
+        for _ in range(800):  # 6.5 MB > the 5.7 MB default, and the terminating chunk never comes
             sock.sendall(b"%x\r\n%s\r\n" % (len(piece), piece))
+            if select.select([sock], [], [], 0)[0]:  # the answer came while the body still arrives
+                break
         sock.settimeout(5)
         received = b""
         while b"body_too_large" not in received and (data := sock.recv(4096)):
@@ -228,7 +231,13 @@ def test_routes_methods_and_models(runtime: Runtime) -> None:
             "models": [NATIVE, FAST, OPENAI_SHAPED],
             "default": NATIVE,
             "reasoning": [OPENAI_SHAPED],
-            "limits": {"max_messages": 50, "max_message_chars": 8000, "max_body_bytes": 65536},
+            "capabilities": {
+                NATIVE: {"context_window": 256_000, "vision": True, "tools": True, "reasoning": False},
+                FAST: {"context_window": 128_000, "vision": False, "tools": False, "reasoning": False},
+                OPENAI_SHAPED: {"context_window": 128_000, "vision": False, "tools": True, "reasoning": True},
+            },
+            "limits": {"max_messages": 1000, "max_message_chars": 1_000_000, "max_body_bytes": 5_730_304, "max_images": 8,
+                       "max_image_bytes": 3_145_728, "max_tokens_limit": 4096, "default_max_tokens": 1024},
             "version": "0.2.0",
         }
         page = client.get("/")
