@@ -97,12 +97,13 @@ def test_a_whole_answer_may_outlast_the_idle_limit_but_silence_may_not(runtime: 
     """A whole answer is read from the model's stream (stream true upstream), so the idle limit
     (1.2 s in the tests) bounds silence, not length: 22 tokens 150 ms apart take over 3 s and
     arrive whole, and a model that goes silent fails 504 after the limit, saying so."""
-    body = {"model": NATIVE, "messages": convo("[[pace:150]] slow and whole")}
+    messages = convo("[[pace:150]] slow and whole")
+    body = {"model": NATIVE, "messages": messages}
     started = time.monotonic()
     whole = httpx.post(runtime.url + "/v1/chat/completions", json=body, timeout=30)
     took = time.monotonic() - started
     assert whole.status_code == 200, whole.text
-    assert whole.json()["choices"][0]["message"]["content"] == "".join(expected_tokens(body["messages"]))
+    assert whole.json()["choices"][0]["message"]["content"] == "".join(expected_tokens(messages))
     assert took > 2 * 1.2, f"the answer took {took:.2f} s: it did not outlast the idle limit"
     assert runtime.last_call()["inputs"]["stream"] is True
     silent = {"model": NATIVE, "messages": convo("[[pace:0]] [[fault:stall]] then nothing")}

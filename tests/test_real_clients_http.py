@@ -24,7 +24,7 @@ GPT_OSS = "@cf/openai/gpt-oss-20b"
 # Continue's autocomplete sends six; one of them is in the built-in model's answer.
 SIX = ["\n\n", "```", "<|im_end|>", "</s>", "built-in", "\nUser:"]
 PNG = "data:image/png;base64," + base64.b64encode(b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 8).decode()
-WEATHER = {"type": "function", "function": {"name": "get_weather", "description": "Weather in a city",
+WEATHER: Any = {"type": "function", "function": {"name": "get_weather", "description": "Weather in a city",
                                             "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}
 
 
@@ -103,7 +103,8 @@ def test_the_openai_sdks_own_message_goes_back_with_its_reasoning(client: openai
     message = first.choices[0].message
     thinking = getattr(message, "reasoning_content", None)
     assert thinking == "Let me think", message
-    for echo in (message, {**message.model_dump(), "parsed": None, "annotations": [], "audio": None, "function_call": None, "tool_calls": None}):
+    echoes: list[Any] = [message, {**message.model_dump(), "parsed": None, "annotations": [], "audio": None, "function_call": None, "tool_calls": None}]
+    for echo in echoes:
         second = client.chat.completions.create(model=GPT_OSS, messages=[*messages, echo, {"role": "user", "content": "[[pace:0]] and Spain?"}])
         assert second.choices[0].message.content
         sent = runtime.last_call()["inputs"]["messages"][1]
