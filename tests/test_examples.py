@@ -40,6 +40,31 @@ def test_sdk_example_prints_the_answer(runtime: Runtime, name: str) -> None:
     assert (call["inputs"]["messages"], call["inputs"]["max_tokens"]) == (MESSAGES, 256)
 
 
+SECOND_TURN = {
+    "second_turn_openai.py": [sys.executable],
+    "second_turn_openai.mjs": [NODE],
+    "second_turn_ai_sdk.mjs": [NODE],
+    "second_turn_langchain.py": [sys.executable],
+}
+# The SDKs that keep the reasoning and send it back (LangChain's ChatOpenAI keeps none).
+SENDS_REASONING_BACK = {"second_turn_openai.py", "second_turn_openai.mjs", "second_turn_ai_sdk.mjs"}
+
+
+@pytest.mark.parametrize("name", SECOND_TURN)
+def test_a_second_turn_after_a_reasoning_answer(runtime: Runtime, name: str) -> None:
+    first, follow_up = "[[pace:0]] [[think:3]] Capital of France?", "[[pace:0]] And of Spain?"
+    out = run(runtime, [*SECOND_TURN[name], f"examples/{name}", first, follow_up])
+    answer = "".join(expected_tokens([{"role": "user", "content": first}]))
+    second = "".join(expected_tokens([{"role": "user", "content": first}, {"role": "assistant", "content": answer},
+                                      {"role": "user", "content": follow_up}]))
+    assert out == f"{answer}\n{second}\n"
+    sent = runtime.last_call()["inputs"]["messages"]
+    assert sent[0] == {"role": "user", "content": first} and sent[2] == {"role": "user", "content": follow_up}
+    assert sent[1]["content"] == answer
+    if name in SENDS_REASONING_BACK:
+        assert sent[1].get("reasoning") == "Let me think", sent[1]
+
+
 def test_curl_example_prints_the_events(runtime: Runtime) -> None:
     if shutil.which("curl") is None:
         pytest.skip("curl is not installed")
