@@ -27,7 +27,8 @@ Runs the Worker in src/ on workerd (through miniflare) with the built-in offline
   --pace MS           ms between the built-in model's tokens (default 40)
   --var NAME=VALUE    set a var on top of wrangler.toml and .dev.vars (repeatable)
   --ratelimit N/S     every [[ratelimits]] binding allows N requests per S seconds (S: 10 or 60)
-                      instead of wrangler.toml's numbers (tests use a short period, or none)
+                      instead of wrangler.toml's numbers (tests use a short period, or none);
+                      NAME=N/S sets one binding (repeatable; after N/S, it wins for NAME)
   --snapshot MODE     off | save | load | auto: the dedicated Python memory snapshot a deploy
                       makes (auto: load .cache/python-snapshot if there, else save it first)
   --exit-on-stdin-eof stop when standard input closes (for test harnesses)
@@ -90,8 +91,9 @@ export async function workerOptions({ envName, vars, modelUrl, ratelimit }) {
   const { unstable_getMiniflareWorkerOptions } = await import("wrangler");
   const { workerOptions: base, main } = unstable_getMiniflareWorkerOptions(path.join(ROOT, "wrangler.toml"), envName, {});
   if (!base.ai) log({ level: "warn", message: `no [ai] binding in ${envName ? `[env.${envName}]` : "the top level"} of wrangler.toml: env.AI is missing` });
+  // ratelimit: {"*": {limit, period}, NAME: {limit, period}, ...}
   const ratelimits = ratelimit && base.ratelimits
-    ? Object.fromEntries(Object.entries(base.ratelimits).map(([name, rl]) => [name, { ...rl, simple: ratelimit }]))
+    ? Object.fromEntries(Object.entries(base.ratelimits).map(([name, rl]) => [name, { ...rl, simple: ratelimit[name] ?? ratelimit["*"] ?? rl.simple }]))
     : base.ratelimits;
   return {
     ...base,
@@ -185,7 +187,7 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   try {
     ({ values } = parseArgs({ options: {
       env: { type: "string" }, port: { type: "string" }, pace: { type: "string" },
-      var: { type: "string", multiple: true }, snapshot: { type: "string" }, ratelimit: { type: "string" },
+      var: { type: "string", multiple: true }, snapshot: { type: "string" }, ratelimit: { type: "string", multiple: true },
       "exit-on-stdin-eof": { type: "boolean" }, help: { type: "boolean", short: "h" },
     } }));
   } catch (err) {
@@ -199,10 +201,10 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     vars[item.slice(0, at)] = item.slice(at + 1);
   }
   let ratelimit;
-  if (values.ratelimit !== undefined) {
-    const m = values.ratelimit.match(/^(\d+)\/(\d+)$/);
-    if (!m) fail(`--ratelimit wants N/S (say 5/10), got ${values.ratelimit}`);
-    ratelimit = { limit: Number(m[1]), period: Number(m[2]) };
+  for (const item of values.ratelimit ?? []) {
+    const m = item.match(/^(?:(\w+)=)?(\d+)\/(\d+)$/);
+    if (!m) fail(`--ratelimit wants N/S or NAME=N/S (say 5/10), got ${item}`);
+    ratelimit = { ...ratelimit, [m[1] ?? "*"]: { limit: Number(m[2]), period: Number(m[3]) } };
   }
   const port = Number(values.port ?? process.env.PORT ?? 8787);
   const snapshot = values.snapshot ?? "off";

@@ -79,7 +79,7 @@ def start_runtime(
     *extra: str,
     vars: dict[str, str] | None = None,
     pace_ms: int = PACE_MS,
-    ratelimit: str = TEST_RATELIMIT,
+    ratelimit: str | tuple[str, ...] = TEST_RATELIMIT,
     capture_stderr: bool = False,
 ) -> Runtime:
     """capture_stderr: workerd's and the launcher's stderr go to runtime.log as well."""
@@ -88,7 +88,9 @@ def start_runtime(
         pytest.fail("node is not installed")
     if not (ROOT / "node_modules" / "miniflare").exists():
         pytest.fail("node_modules is missing: run `npm ci`")
-    args = [node, "local/launch.mjs", "--port", "0", "--pace", str(pace_ms), "--exit-on-stdin-eof", "--ratelimit", ratelimit]
+    args = [node, "local/launch.mjs", "--port", "0", "--pace", str(pace_ms), "--exit-on-stdin-eof"]
+    for limit in (ratelimit,) if isinstance(ratelimit, str) else ratelimit:
+        args += ["--ratelimit", limit]
     for key, value in {**TEST_VARS, **(vars or {})}.items():
         args += ["--var", f"{key}={value}"]
     process = subprocess.Popen(

@@ -1,8 +1,9 @@
 """Keys, the rate limiter, AI Gateway and the context budget on workerd, over real HTTP.
 
-One Worker with API_KEYS set, an AI_GATEWAY_ID, and every [[ratelimits]] binding at 3
-requests per 10 s (miniflare's simulated limiter: fixed windows of the period, aligned to
-the epoch, counted per key; 10 and 60 are the only periods it and wrangler accept).
+One Worker with API_KEYS set, an AI_GATEWAY_ID, the page's RATE_LIMITER at 3 requests per
+10 s and the keyed clients' KEY_RATE_LIMITER at 5 (miniflare's simulated limiter: fixed
+windows of the period, aligned to the epoch, counted per key; 10 and 60 are the only periods
+it and wrangler accept).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ pytestmark = pytest.mark.runtime
 KEYS = [f"sk-test-{secrets.token_hex(12)}" for _ in range(5)]
 WRONG = f"sk-test-{secrets.token_hex(12)}"
 GATEWAY = "abuse-test-gateway"
-LIMIT, PERIOD = 3, 10
+LIMIT, KEY_LIMIT, PERIOD = 3, 5, 10
 CHAT = {"messages": [{"role": "user", "content": "[[pace:0]] hi"}], "max_tokens": 3}
 
 
@@ -37,7 +38,7 @@ def guarded() -> Iterator[Runtime]:
             "AI_MODELS": "@cf/meta/llama-3.1-8b-instruct,@cf/openai/gpt-oss-20b",
             "AI_DEFAULT_MODEL": "@cf/meta/llama-3.1-8b-instruct",
         },
-        ratelimit=f"{LIMIT}/{PERIOD}",
+        ratelimit=(f"{LIMIT}/{PERIOD}", f"KEY_RATE_LIMITER={KEY_LIMIT}/{PERIOD}"),
         capture_stderr=True,
     )
     yield rt
@@ -108,7 +109,7 @@ def test_the_limiter_trips_at_its_limit_and_recovers_per_key_and_per_address(gua
     rt, key, other = guarded, KEYS[1], KEYS[2]
     start_of_a_window()
     calls = len(rt.calls())
-    by_key = [send(rt, "POST", "/v1/chat/completions", key=key, ip="198.51.100.1") for _ in range(LIMIT + 1)]
+    by_key = [send(rt, "POST", "/v1/chat/completions", key=key, ip="198.51.100.1") for _ in range(KEY_LIMIT + 1)]
     by_page = [send(rt, "POST", "/api/v1/chat", ip="198.51.100.1", sec_fetch_site="same-origin") for _ in range(LIMIT + 1)]
     from_elsewhere_same_key = send(rt, "POST", "/v1/chat/completions", key=key, ip="198.51.100.2")
     other_key_same_address = send(rt, "POST", "/v1/chat/completions", key=other, ip="198.51.100.1")
@@ -116,7 +117,8 @@ def test_the_limiter_trips_at_its_limit_and_recovers_per_key_and_per_address(gua
     models = send(rt, "GET", "/v1/models", key=key)
     assert time.time() % PERIOD < PERIOD - 0.1, "the burst crossed a window; the test cannot tell"
 
-    assert [r.status_code for r in by_key] == [200] * LIMIT + [429]
+    # A keyed client has its own, higher limit; using it took nothing from its address's.
+    assert [r.status_code for r in by_key] == [200] * KEY_LIMIT + [429]
     assert [r.status_code for r in by_page] == [200] * LIMIT + [429]
     limited = by_key[-1]
     assert limited.json() == {
@@ -128,7 +130,7 @@ def test_the_limiter_trips_at_its_limit_and_recovers_per_key_and_per_address(gua
     assert other_key_same_address.status_code == 200, "another key is another bucket"
     assert page_elsewhere.status_code == 200, "another address is another bucket"
     assert models.status_code == 200, "listing models costs nothing and is not limited"
-    assert len(rt.calls()) == calls + 2 * LIMIT + 2, "a refused request reached the model"
+    assert len(rt.calls()) == calls + KEY_LIMIT + LIMIT + 2, "a refused request reached the model"
 
     next_window()
     assert send(rt, "POST", "/v1/chat/completions", key=key, ip="198.51.100.1").status_code == 200

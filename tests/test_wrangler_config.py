@@ -44,6 +44,7 @@ def dry_run(project: Path, env: str | None, outdir: Path) -> str:
 REQUIRED = {
     "AI": re.compile(r"^\s*env\.AI\s+AI\s*$", re.MULTILINE),
     "RATE_LIMITER": re.compile(r"^\s*env\.RATE_LIMITER \(\d+ requests/(10|60)s\)\s+Rate Limit\s*$", re.MULTILINE),
+    "KEY_RATE_LIMITER": re.compile(r"^\s*env\.KEY_RATE_LIMITER \(\d+ requests/(10|60)s\)\s+Rate Limit\s*$", re.MULTILINE),
 }
 
 
@@ -80,7 +81,8 @@ def test_an_environment_without_ai_or_rate_limit_is_caught(tmp_path: Path) -> No
     preview = '\n[env.preview]\nname = "ai-chat-preview"\n'
     only_ai = '\n[env.lab]\nname = "ai-chat-lab"\n\n[env.lab.ai]\nbinding = "AI"\n'
     project = project_with(tmp_path, preview + only_ai)
-    assert missing_bindings(project, tmp_path / "out") == ["preview: AI", "preview: RATE_LIMITER", "lab: RATE_LIMITER"]
+    assert missing_bindings(project, tmp_path / "out") == [
+        "preview: AI", "preview: RATE_LIMITER", "preview: KEY_RATE_LIMITER", "lab: RATE_LIMITER", "lab: KEY_RATE_LIMITER"]
 
 
 def test_no_environment_turns_on_the_local_stats_route() -> None:
