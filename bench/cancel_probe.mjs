@@ -54,7 +54,7 @@ async function baseVariantOptions(spec, modelUrl) {
   }
   if (name.startsWith("py_")) {
     const { workerOptions } = await import(pathToFileURL(path.join(ROOT, "local", "launch.mjs")).href);
-    const base = await workerOptions({ vars: { LOCAL_DEV_STATS: "1", UPSTREAM_TIMEOUT_SECONDS: "60" }, modelUrl, ratelimit: { limit: 1000000000, period: 60 } });
+    const base = await workerOptions({ vars: { LOCAL_DEV_STATS: "1", UPSTREAM_TIMEOUT_SECONDS: "60" }, modelUrl, ratelimit: { "*": { limit: 1000000000, period: 60 } } });
     const { pythonModules } = await import(pathToFileURL(path.join(ROOT, "local", "launch.mjs")).href);
     const src = path.resolve(dir ?? path.join(ROOT, "src"));
     return { name, kind: "py", path: "/api/v1/chat", options: { ...base, ...direct, name, ...pythonModules(path.join(src, "entry.py")) } };

@@ -100,7 +100,7 @@ async function variantOptions(name, modelUrl) {
     const { workerOptions } = await import(pathToFileURL(path.join(ROOT, "local", "launch.mjs")).href);
     // Limits raised so that 10,000- and 100,000-token answers are not cut by max_tokens.
     // The rate limit is the deployment's brake, not what is measured: lifted here.
-    return workerOptions({ vars: { LOCAL_DEV_STATS: "1", AI_MAX_TOKENS_LIMIT: "200000", AI_MAX_TOKENS_DEFAULT: "120000", UPSTREAM_TIMEOUT_SECONDS: "60" }, modelUrl, ratelimit: { limit: 1000000000, period: 60 } });
+    return workerOptions({ vars: { LOCAL_DEV_STATS: "1", AI_MAX_TOKENS_LIMIT: "200000", AI_MAX_TOKENS_DEFAULT: "120000", UPSTREAM_TIMEOUT_SECONDS: "60" }, modelUrl, ratelimit: { "*": { limit: 1000000000, period: 60 } } });
   }
   if (name === "python_relay_before" || name in EXTRA_SRC) {
     const options = await variantOptions("python_relay", modelUrl);
@@ -152,6 +152,16 @@ export async function startVariant(name, modelUrl, Miniflare, Log, LogLevel) {
 let nonce = 0;
 
 /** A chat request body: answers of `tokens` tokens (half of them reasoning for gpt-oss). */
+// A 2 MiB conversation as real clients send one (issue 21): 200k tokens of history and a 1 MB
+// image, then a 10-token answer; and the same history too long for gpt-oss's 128k window,
+// which the budget refuses (400) after reading, parsing and checking the whole body.
+const IMAGE_2MIB = "data:image/png;base64," + Buffer.concat([Buffer.from("\x89PNG\r\n\x1a\n", "latin1"), Buffer.alloc(1_000_000, 7)]).toString("base64");
+const HISTORY_2MIB = [{ role: "user", content: "lorem ipsum ".repeat(33_000) }, { role: "assistant", content: "noted ".repeat(66_000) }];
+export function bigBody({ refused = false } = {}) {
+  const turn = { role: "user", content: [{ type: "text", text: `[[tokens:10]][[pace:0]] run-${++nonce}` }, { type: "image_url", image_url: { url: IMAGE_2MIB } }] };
+  return JSON.stringify({ model: refused ? REASONING : NATIVE, messages: [...HISTORY_2MIB, refused ? { role: "user", content: "lorem ipsum ".repeat(110_000) } : turn], max_tokens: 110 });
+}
+
 export function chatBody({ tokens, pace = 0, shape = "native", tag = "", wire = "" }) {
   let directive;
   let model;
@@ -434,11 +444,15 @@ async function anatomyBench(relay, passthrough, before, extra = []) {
       [`${tag}: POST invalid JSON (+ body read, 400)`]: [v, () => rawRequest(chat, "POST", "{nope")],
       [`${tag}: POST [[error:3040]] (+ validation, env.AI.run, 429)`]: [v, () => rawRequest(chat, "POST", JSON.stringify({ ...chatBody({ tokens: 10 }), messages: [{ role: "user", content: "[[error:3040]]" }] }))],
       [`${tag}: POST 10-token answer`]: [v, () => rawRequest(chat, "POST", JSON.stringify(chatBody({ tokens: 10 })))],
+      [`${tag}: POST 2 MiB conversation with an image, 10-token answer`]: [v, () => rawRequest(chat, "POST", bigBody())],
+      [`${tag}: POST 2 MiB conversation over the window (read, parse, check, 400)`]: [v, () => rawRequest(chat, "POST", bigBody({ refused: true }))],
     });
   }
   const chat = new URL("/api/v1/chat", relay.url);
   Object.assign(kinds, {
     "passthrough: POST 10-token answer": [passthrough, () => rawRequest(passthrough.url, "POST", JSON.stringify(chatBody({ tokens: 10 })))],
+    // The floor for the same upstream call: body read as text, json.loads, to_js, env.AI.run.
+    "passthrough: POST 2 MiB conversation with an image, 10-token answer": [passthrough, () => rawRequest(passthrough.url, "POST", bigBody())],
   });
   // Interleaved request by request (each kind once per turn), each request's CPU read alone,
   // so that drift on this shared machine spreads over every kind alike.

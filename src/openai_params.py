@@ -161,7 +161,7 @@ _object = of_type(dict, "an object")
 
 PARAMS: tuple[Param, ...] = (
     Param(name="model", handling=OWN, note="one of `AI_MODELS`; the default model when absent"),
-    Param(name="messages", handling=OWN, note="`system`, `developer` (sent as system), `user`, `assistant` (with `tool_calls`), `tool` (with `tool_call_id`); text content only"),
+    Param(name="messages", handling=OWN, note="`system`, `developer` (sent as system), `user` (text and `image_url` parts), `assistant` (with `tool_calls`, and whatever the SDK put on the message it built: its reasoning goes back as `reasoning`), `tool` (with `tool_call_id`)"),
     Param(name="stream", handling=OWN, note="chunks ending in `data: [DONE]`"),
     Param(name="stream_options", handling=OWN, note="`include_usage` (a last chunk with `usage`); `include_obfuscation` accepted, no padding is added"),
     Param(name="max_tokens", handling=PASSED, note="1 to `AI_MAX_TOKENS_LIMIT`; `AI_MAX_TOKENS_DEFAULT` when absent"),
