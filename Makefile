@@ -12,7 +12,7 @@ BENCH_ARGS ?=
 WORKERD_PYODIDE_DIR ?= $(wildcard $(abspath ../shared/workerd-pyodide))
 export WORKERD_PYODIDE_DIR
 
-.PHONY: setup dev test test-python test-js bench deploy deploy-check clean
+.PHONY: setup dev test test-fast test-python test-js bench deploy deploy-check clean
 
 setup: .venv/.synced node_modules/.installed public/vendor/VERSIONS.json
 
@@ -39,6 +39,12 @@ test: setup
 	node --test tests/js/
 	$(UV) run --locked mypy
 	$(UV) run --locked pytest
+
+# The edit loop: the host-only tests (the core on CPython, the JS client): no workerd, no
+# browser, no wrangler.
+test-fast: setup
+	node --test tests/js/
+	$(UV) run --locked pytest -q -m "not runtime and not browser and not wrangler" -p no:cacheprovider
 
 # pywrangler runs `uv` from PATH (its `sync` step): the pinned one is put there. It then
 # downloads CPython 3.13 and Pyodide's packages for the Worker, and wrangler deploys: both

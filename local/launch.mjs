@@ -15,6 +15,12 @@ import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+// As the Makefile does: workerd reads the offline Pyodide bundle beside the checkout
+// (../shared/workerd-pyodide) when it is there and nothing else is set, so tests, the bench and
+// `node local/launch.mjs` run offline without exporting anything.
+const SHARED_PYODIDE = path.resolve(ROOT, "..", "shared", "workerd-pyodide");
+if (!process.env.WORKERD_PYODIDE_DIR && fs.existsSync(SHARED_PYODIDE)) process.env.WORKERD_PYODIDE_DIR = SHARED_PYODIDE;
+
 // Set only here, never in wrangler.toml: turns on the Worker's /__local/stats route.
 export const STATS_VAR = "LOCAL_DEV_STATS";
 

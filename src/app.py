@@ -7,7 +7,6 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
-from urllib.parse import urlsplit
 
 import budget
 import catalog
@@ -21,7 +20,7 @@ from rate_limit import Limiter
 from relay import ByteSource, Encoder, Relay, Timing, Upstream
 from settings import Lookup, Settings, SettingsError
 from version import VERSION
-from web import API_HEADERS, SSE_HEADERS, Headers, Relayed, WebRequest, WebResponse, json_response
+from web import API_HEADERS, SSE_HEADERS, Headers, Relayed, WebRequest, WebResponse, json_response, origin_of
 
 log = logging.getLogger("app")
 
@@ -194,15 +193,11 @@ CHAT_API = Api(
 )
 
 
-def _origin_of(url: str) -> str:
-    parts = urlsplit(url)
-    return f"{parts.scheme}://{parts.netloc}"
-
 
 def cors_headers(request: WebRequest, allowed: tuple[str, ...]) -> Headers | None:
     """CORS headers for an allowed (or absent) Origin; None when the origin is refused."""
     origin = request.headers.get("origin")
-    if origin is None or origin == _origin_of(request.url):
+    if origin is None or origin == origin_of(request.url):
         return ()
     if "*" in allowed:
         return (("access-control-allow-origin", "*"),)

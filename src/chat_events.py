@@ -9,15 +9,13 @@ answer; message_stop {"stop_reason", "while_thinking"?, "usage"?}; error {"error
 
 from __future__ import annotations
 
-import json
-
 from relay import Failed, Finished
 from sse import PING, event
+from sse import dumps as _dumps
+from sse import json_string as _string
 from upstream import TEXT, Part, ToolCall
 
 DONE = event("done", "{}")
-_dumps = json.JSONEncoder(separators=(",", ":")).encode
-_string = json.encoder.encode_basestring_ascii
 
 _TEXT = 'event: content_block_delta\ndata: {"index":%d,"text":%s}\n\n'
 _THINKING = 'event: thinking_delta\ndata: {"index":%d,"text":%s}\n\n'

@@ -105,7 +105,7 @@ def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _is_number(value: object) -> bool:
+def is_number(value: object) -> bool:
     if isinstance(value, float):
         return math.isfinite(value)
     return _is_int(value)  # math.isfinite(int) converts to float and overflows past 1e308
@@ -186,7 +186,7 @@ def parse_temperature(value: object) -> float | None:
     if value is None:
         return None
     low, high = TEMPERATURE_RANGE
-    if not _is_number(value):
+    if not is_number(value):
         raise invalid("temperature", "must be a number")
     assert isinstance(value, (int, float))
     if not low <= value <= high:

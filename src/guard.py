@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from urllib.parse import urlsplit
 
 import rate_limit
 from api_keys import SECRET, Keys, bearer, rate_key
 from errors import ApiError
 from rate_limit import Limiter
 from settings import Lookup
-from web import WebRequest
+from web import WebRequest, origin_of
 
 log = logging.getLogger("guard")
 
@@ -37,10 +36,6 @@ PAGE_OR_KEY = Access(page_may_call=True, refusal_code="unauthorized")
 OPEN = None
 
 
-def _origin_of(url: str) -> str:
-    parts = urlsplit(url)
-    return f"{parts.scheme}://{parts.netloc}"
-
 
 def from_own_page(request: WebRequest) -> bool:
     """Only what a browser sets and a cross-site script cannot: Sec-Fetch-Site (a forbidden
@@ -49,7 +44,7 @@ def from_own_page(request: WebRequest) -> bool:
     headers = request.headers
     if headers.get("sec-fetch-site") == "same-origin":
         return True
-    return headers.get("origin") == _origin_of(request.url)
+    return headers.get("origin") == origin_of(request.url)
 
 
 def _refused(access: Access, message: str) -> ApiError:

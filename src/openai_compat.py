@@ -8,7 +8,6 @@ pieces (id, type and name first, then the arguments), whole in ``message.tool_ca
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from dataclasses import dataclass
@@ -23,6 +22,9 @@ from errors import ApiError, ClientGone, clip, invalid
 from conversation import OPENAI, parse_conversation
 from openai_messages import parse_tool_choice, parse_tools
 from relay import Failed, Finished, OneShot, relay_whole
+from sse import PING
+from sse import dumps as _dumps
+from sse import json_string as _string
 from stop import parse_stop
 from upstream import TEXT, Part, ToolCall
 from version import RELEASED
@@ -32,8 +34,8 @@ ERROR_TYPES = {403: "permission_error", 404: "not_found_error", 429: "rate_limit
 # OpenAI's own 404 for a model id is an invalid request, not a missing route.
 ERROR_TYPES_BY_CODE = {"model_not_found": "invalid_request_error"}
 
-# Passed parameters the endpoint below reads itself rather than passing them as they come.
-_OWN_INPUTS = ("max_tokens", "max_completion_tokens", "tools", "tool_choice", "reasoning_effort", "reasoning", "response_format")
+# Passed parameters the endpoint below builds itself rather than passing them as they come.
+_OWN_INPUTS = frozenset(p.name for p in openai_params.PARAMS if p.built)
 
 
 def openai_error(error: ApiError) -> WebResponse:
@@ -139,8 +141,6 @@ def call_id(completion_id: str, index: int) -> str:
     return "call_%s_%d" % (completion_id.removeprefix("chatcmpl-"), index)
 
 
-_dumps = json.JSONEncoder(separators=(",", ":")).encode
-_string = json.encoder.encode_basestring_ascii
 
 
 class CompletionEncoder:
@@ -194,7 +194,7 @@ class CompletionEncoder:
         return "".join(out).encode()
 
     def ping(self) -> bytes:
-        return b": ping\n\n"
+        return PING
 
     def finished(self, stop: Finished) -> bytes:
         out = self._choice("{}", _string(stop.stop_reason))

@@ -17,7 +17,6 @@ QwQ: stop, OpenAI's response_format). A parameter one schema lacks is refused fo
 from __future__ import annotations
 
 import json
-import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -25,7 +24,7 @@ from typing import Any
 
 import catalog
 from errors import ApiError, clip, invalid, json_shown
-from chat_request import REASONING_EFFORTS
+from chat_request import REASONING_EFFORTS, is_number
 from stop import MAX_STOPS
 
 PASSED = "passed"
@@ -44,7 +43,8 @@ Check = Callable[[str, object], object]
 class Param:
     """``check`` validates a non-null value and returns what is sent (passed parameters).
     ``neutral`` says which values are accepted for a neutral or refused parameter.
-    ``models``: "native" or "openai" when only that input schema has the parameter."""
+    ``models``: "native" or "openai" when only that input schema has the parameter.
+    ``built``: passed, but the endpoint builds what is sent (from two fields, or converted)."""
 
     name: str
     handling: str
@@ -52,15 +52,12 @@ class Param:
     check: Check | None = None
     neutral: Callable[[object], bool] | None = None
     models: str | None = None
+    built: bool = False
 
 
 def unsupported(name: str, why: str) -> ApiError:
     # The name may be anything a client sent: echo it clipped and safely encodable.
     return ApiError(400, "unsupported_parameter", f"{clip(name)}: {why}", param=clip(name))
-
-
-def _is_number(value: object) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def _shown(bound: float) -> str:
@@ -71,7 +68,7 @@ def number(low: float, high: float, *, integer: bool = False) -> Check:
     def check(name: str, value: object) -> object:
         if integer and not (isinstance(value, int) and not isinstance(value, bool)):
             raise invalid(name, "must be an integer")
-        if not _is_number(value):
+        if not is_number(value):
             raise invalid(name, "must be a number")
         assert isinstance(value, (int, float))
         if not low <= value <= high:
@@ -164,8 +161,8 @@ PARAMS: tuple[Param, ...] = (
     Param(name="messages", handling=OWN, note="`system`, `developer` (sent as system), `user` (text and `image_url` parts), `assistant` (with `tool_calls`, and whatever the SDK put on the message it built: its reasoning goes back as `reasoning`), `tool` (with `tool_call_id`)"),
     Param(name="stream", handling=OWN, note="chunks ending in `data: [DONE]`"),
     Param(name="stream_options", handling=OWN, note="`include_usage` (a last chunk with `usage`); `include_obfuscation` accepted, no padding is added"),
-    Param(name="max_tokens", handling=PASSED, note="1 to `AI_MAX_TOKENS_LIMIT`; `AI_MAX_TOKENS_DEFAULT` when absent"),
-    Param(name="max_completion_tokens", handling=PASSED, note="same as `max_tokens` (wins over it)"),
+    Param(name="max_tokens", handling=PASSED, note="1 to `AI_MAX_TOKENS_LIMIT`; `AI_MAX_TOKENS_DEFAULT` when absent", built=True),
+    Param(name="max_completion_tokens", handling=PASSED, note="same as `max_tokens` (wins over it)", built=True),
     Param(name="temperature", handling=PASSED, note="0 to 5", check=number(0, 5)),
     Param(name="top_p", handling=PASSED, note="0 to 1", check=number(0, 1)),
     Param(name="top_k", handling=PASSED, note="1 to 50", check=number(1, 50, integer=True)),
@@ -175,11 +172,11 @@ PARAMS: tuple[Param, ...] = (
     Param(name="repetition_penalty", handling=PASSED, note="0 to 2", check=number(0, 2)),
     Param(name="min_p", handling=PASSED, note="0 to 1; OpenAI-schema models only (vLLM's sampling parameter)", check=number(0, 1), models="openai"),
     Param(name="stop", handling=OWN, note=f"a string or up to {MAX_STOPS} strings, on every model: the relay cuts the answer right before the first one (`finish_reason: \"stop\"`) and stops the model"),
-    Param(name="response_format", handling=PASSED, note="`json_object` / `json_schema`: Workers AI JSON mode (not streamed upstream: a streamed request gets the whole answer as chunks); `text` is neutral", check=response_format, neutral=_text_format),
-    Param(name="tools", handling=PASSED, note="`function` tools; `[]` is the same as none"),
-    Param(name="tool_choice", handling=PASSED, note="`auto` (the default), `none` (tools are not sent), `required`, or one named function"),
-    Param(name="reasoning_effort", handling=PASSED, note="`low`, `medium`, `high` (reasoning models)"),
-    Param(name="reasoning", handling=PASSED, note="`{\"effort\": ...}` (OpenRouter's form): sent as `reasoning_effort`; `reasoning_effort` wins when both are given", check=reasoning_object),
+    Param(name="response_format", handling=PASSED, note="`json_object` / `json_schema`: Workers AI JSON mode (not streamed upstream: a streamed request gets the whole answer as chunks); `text` is neutral", check=response_format, neutral=_text_format, built=True),
+    Param(name="tools", handling=PASSED, note="`function` tools; `[]` is the same as none", built=True),
+    Param(name="tool_choice", handling=PASSED, note="`auto` (the default), `none` (tools are not sent), `required`, or one named function", built=True),
+    Param(name="reasoning_effort", handling=PASSED, note="`low`, `medium`, `high` (reasoning models)", built=True),
+    Param(name="reasoning", handling=PASSED, note="`{\"effort\": ...}` (OpenRouter's form): sent as `reasoning_effort`; `reasoning_effort` wins when both are given", check=reasoning_object, built=True),
     Param(name="parallel_tool_calls", handling=NEUTRAL, note="any boolean; the model decides how many calls it makes", check=_boolean, neutral=_anything),
     Param(name="n", handling=NEUTRAL, note="`1` only", check=number(1, 128, integer=True), neutral=_equals(1)),
     Param(name="logprobs", handling=NEUTRAL, note="`false` only", check=_boolean, neutral=_equals(False)),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 
@@ -51,3 +52,8 @@ def event(name: str, data: str) -> bytes:
 
 
 PING = b": ping\n\n"
+
+# Event data as compact JSON, made by hand in the encoders' hot paths: a whole value, and one
+# string as a JSON literal (ASCII-only, so no encoding question arises on the way out).
+dumps = json.JSONEncoder(separators=(",", ":")).encode
+json_string = json.encoder.encode_basestring_ascii

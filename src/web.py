@@ -6,6 +6,7 @@ import json
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 from relay import Relay, Upstream
 
@@ -64,6 +65,12 @@ API_HEADERS: Headers = (
     ("x-content-type-options", "nosniff"),
     ("vary", "Origin"),
 )
+
+
+def origin_of(url: str) -> str:
+    """scheme://host[:port] of a URL, as a browser writes it in Origin."""
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}"
 
 
 def json_response(status: int, value: Any, headers: Headers = ()) -> WebResponse:

@@ -211,5 +211,5 @@ def pytest_report_header() -> list[str]:
     return [
         f"node: {shutil.which('node')}",
         f"CI: {os.environ.get('CI', '')}",
-        f"WORKERD_PYODIDE_DIR: {os.environ.get('WORKERD_PYODIDE_DIR', '(unset: workerd downloads its Pyodide bundle)')}",
+        f"WORKERD_PYODIDE_DIR: {os.environ.get('WORKERD_PYODIDE_DIR', '(unset: the launcher uses ../shared/workerd-pyodide if there, else workerd downloads its bundle)')}",
     ]

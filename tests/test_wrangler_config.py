@@ -15,7 +15,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 WRANGLER = ROOT / "node_modules" / ".bin" / "wrangler"
 
-pytestmark = pytest.mark.skipif(not WRANGLER.exists(), reason="npm ci has not installed wrangler")
+pytestmark = [pytest.mark.wrangler, pytest.mark.skipif(not WRANGLER.exists(), reason="npm ci has not installed wrangler")]
 
 
 def environments(config: Path) -> list[str | None]:
