@@ -33,7 +33,7 @@ public/vendor/VERSIONS.json: node_modules/.installed scripts/vendor-assets.mjs
 	node scripts/vendor-assets.mjs
 
 dev: setup
-	PORT=$(PORT) node local/launch.mjs --snapshot auto $(if $(ENV),--env $(ENV))
+	PORT=$(PORT) node local/launch.mjs --snapshot auto --persist .cache/durable-objects $(if $(ENV),--env $(ENV))
 
 test: setup
 	node --test tests/js/

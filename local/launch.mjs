@@ -35,6 +35,8 @@ Runs the Worker in src/ on workerd (through miniflare) with the built-in offline
   --ratelimit N/S     every [[ratelimits]] binding allows N requests per S seconds (S: 10 or 60)
                       instead of wrangler.toml's numbers (tests use a short period, or none);
                       NAME=N/S sets one binding (repeatable; after N/S, it wins for NAME)
+  --persist DIR       keep Durable Objects (durable conversations) on disk in DIR, so they
+                      survive a restart (make dev: .cache/durable-objects; default: in memory)
   --snapshot MODE     off | save | load | auto: the dedicated Python memory snapshot a deploy
                       makes (auto: load .cache/python-snapshot if there, else save it first)
   --exit-on-stdin-eof stop when standard input closes (for test harnesses)
@@ -127,7 +129,7 @@ async function readJson(req) {
   return JSON.parse(Buffer.concat(parts).toString("utf8") || "{}");
 }
 
-export async function launch({ envName, port, paceMs = 40, vars = {}, snapshot = "off", ratelimit }) {
+export async function launch({ envName, port, paceMs = 40, vars = {}, snapshot = "off", ratelimit, persist }) {
   const { Miniflare, Log, LogLevel } = await import("miniflare");
   const workerd = (await import("workerd")).default;
   process.env.REAL_WORKERD = workerd.default ?? workerd;
@@ -138,7 +140,8 @@ export async function launch({ envName, port, paceMs = 40, vars = {}, snapshot =
   // is written when the response headers leave, so it says 200 for an answer that later failed;
   // the Worker's own JSON line per request, written at the real end, is the one to read.
   // cf: false: the placeholder Request.cf, without first trying to download Cloudflare's.
-  const shared = { host: "127.0.0.1", port, log: new Log(LogLevel.WARN), cf: false };
+  const shared = { host: "127.0.0.1", port, log: new Log(LogLevel.WARN), cf: false,
+    ...(persist ? { durableObjectsPersist: path.resolve(persist) } : {}) };
 
   const snapDir = snapshotDir(await workerOptions({ envName, vars: liveVars, modelUrl: model.url }), process.env.REAL_WORKERD);
   async function start(mode) {
@@ -194,6 +197,7 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     ({ values } = parseArgs({ options: {
       env: { type: "string" }, port: { type: "string" }, pace: { type: "string" },
       var: { type: "string", multiple: true }, snapshot: { type: "string" }, ratelimit: { type: "string", multiple: true },
+      persist: { type: "string" },
       "exit-on-stdin-eof": { type: "boolean" }, help: { type: "boolean", short: "h" },
     } }));
   } catch (err) {
@@ -221,7 +225,7 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const started = performance.now();
   let running;
   try {
-    running = await launch({ envName: values.env, port, paceMs: Number(values.pace ?? 40), vars, snapshot, ratelimit });
+    running = await launch({ envName: values.env, port, paceMs: Number(values.pace ?? 40), vars, snapshot, ratelimit, persist: values.persist });
   } catch (err) {
     if (err?.code === "ERR_ADDRESS_IN_USE") fail(inUse);
     const hint = process.env.WORKERD_PYODIDE_DIR ? "" :

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -49,11 +50,19 @@ class ChatModel(Protocol):
         ...
 
 
+class Conversations(Protocol):
+    async def call(self, id: str, op: str, payload: dict[str, Any] | None = None, *, after: str | None = None) -> WebResponse:
+        """One operation on the durable conversation `id` (its Durable Object), whose answer is
+        sent on as it is: create, get, delete, messages, stream, stop."""
+        ...
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Context:
     request: WebRequest
     settings: Settings
     model: ChatModel
+    conversations: Conversations | None = None  # None: no CONVERSATIONS binding
 
 
 Handler = Callable[[Context], Awaitable[WebResponse]]
@@ -146,13 +155,15 @@ class Api:
     """One API's routes, and the error shape of any other path under its prefix.
 
     ``prefix_routes`` serve every path that starts with their key (``/v1/models/`` + an id
-    that has slashes of its own); the handler reads the rest of the path.
+    that has slashes of its own); the handler reads the rest of the path. ``pattern_routes``
+    serve the paths their regular expression matches whole (``/api/v1/conversations/[^/]+``).
     """
 
     prefix: str
     routes: Mapping[str, Route]
     render_error: ErrorRenderer
     prefix_routes: Mapping[str, Route] = field(default_factory=dict)
+    pattern_routes: Mapping[str, Route] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -160,6 +171,7 @@ class RouteTable:
     routes: Mapping[str, Route]
     apis: tuple[Api, ...]
     prefix_routes: tuple[tuple[str, Route], ...] = ()
+    pattern_routes: tuple[tuple[re.Pattern[str], Route], ...] = ()
 
     @classmethod
     def of(cls, *apis: Api) -> RouteTable:
@@ -167,16 +179,22 @@ class RouteTable:
             routes={path: route for api in apis for path, route in api.routes.items()},
             apis=apis,
             prefix_routes=tuple(item for api in apis for item in api.prefix_routes.items()),
+            pattern_routes=tuple((re.compile(p), r) for api in apis for p, r in api.pattern_routes.items()),
         )
 
     def find(self, path: str) -> Route | None:
-        """An exact route first; then the first prefix route whose prefix leaves something."""
+        """An exact route first; then a pattern that matches the whole path; then the first
+        prefix route whose prefix leaves something."""
         route = self.routes.get(path)
-        if route is None:
-            for prefix, candidate in self.prefix_routes:
-                if path.startswith(prefix) and len(path) > len(prefix):
-                    return candidate
-        return route
+        if route is not None:
+            return route
+        for pattern, candidate in self.pattern_routes:
+            if pattern.fullmatch(path):
+                return candidate
+        for prefix, candidate in self.prefix_routes:
+            if path.startswith(prefix) and len(path) > len(prefix):
+                return candidate
+        return None
 
     def not_found(self, path: str) -> WebResponse:
         render = next((api.render_error for api in self.apis if path.startswith(api.prefix)), app_error)
@@ -226,9 +244,11 @@ async def handle(
     *,
     limiter: Limiter | None,
     key_limiter: Limiter | None = None,
+    conversations: Conversations | None = None,
 ) -> WebResponse:
     """Every answer, error or not, leaves through here with API_HEADERS."""
-    return (await _answer(request, env, model, table, limiter, key_limiter)).with_headers(API_HEADERS)
+    answer = await _answer(request, env, model, table, limiter, key_limiter, conversations)
+    return answer.with_headers(API_HEADERS)
 
 
 async def _answer(
@@ -238,6 +258,7 @@ async def _answer(
     table: RouteTable,
     limiter: Limiter | None,
     key_limiter: Limiter | None,
+    conversations: Conversations | None,
 ) -> WebResponse:
     route = table.find(request.path)
     if route is None:
@@ -274,7 +295,7 @@ async def _answer(
     if refusal is not None:
         return route.render_error(refusal).with_headers(cors)
     try:
-        response = await handler(Context(request=request, settings=settings, model=model))
+        response = await handler(Context(request=request, settings=settings, model=model, conversations=conversations))
     except ApiError as error:
         response = route.render_error(error)
     except Exception:

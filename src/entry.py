@@ -29,7 +29,10 @@ from relay import ByteSource, OneShot, Relay, Upstream, relay_whole
 from request_log import CURRENT, JsonLines, RequestLog, detail_line, request_id
 from routes import TABLE
 from settings import Lookup
-from web import JSON_HEADERS, WebRequest, WebResponse
+from web import JSON_HEADERS, Forwarded, WebRequest, WebResponse
+
+# Durable Object classes are found in the main module.
+from conversation_object import Conversation  # noqa: E402, F401
 
 # Set by the local launcher only (no wrangler.toml environment sets it): the stats route.
 STATS_VAR = "LOCAL_DEV_STATS"
@@ -112,6 +115,31 @@ class _RunStop:
         for source in self._sources:
             source.removeEventListener("abort", self._abort)
         self._sources = []
+
+
+class DurableConversations:
+    """conversation_api's Conversations: each call is a request to the conversation's own
+    Durable Object (its name is the id), carrying the client's signal so the object learns
+    when a reader leaves; its response is sent on as it is."""
+
+    def __init__(self, namespace: Any, signal: Any) -> None:
+        self._namespace = namespace
+        self._signal = signal
+
+    async def call(self, id: str, op: str, payload: dict[str, Any] | None = None, *, after: str | None = None) -> WebResponse:
+        stub = self._namespace.get(self._namespace.idFromName(id))
+        init: dict[str, Any] = {"method": "POST" if payload is not None else "GET", "signal": self._signal}
+        headers = js.Headers.new()
+        if payload is not None:
+            init["body"] = json.dumps(payload, ensure_ascii=False)
+            headers.append("content-type", "application/json")
+        if after is not None:
+            headers.append("x-after", after)
+        init["headers"] = headers
+        response = await stub.fetch(js.Request.new(f"https://{id}/{op}", js_object(init)))
+        content_type = response.headers.get("content-type")
+        kept = (("content-type", content_type),) if isinstance(content_type, str) else ()
+        return WebResponse(status=int(response.status), headers=kept, body=Forwarded(response=response))
 
 
 class RateLimiter:
@@ -209,7 +237,12 @@ class Default(WorkerEntrypoint):  # type: ignore[misc]  # the SDK has no stubs
             web = WebRequest(method=record.method, url=url, path=path, headers=headers, body=iter_body(raw))
             model = WorkersAi(self.env, raw.signal, record)
             try:
-                response = await app.handle(web, lookup, model, TABLE, limiter=_limiter(self.env), key_limiter=_limiter(self.env, rate_limit.KEY_BINDING))
+                namespace = getattr(self.env, "CONVERSATIONS", None)
+                conversations = None if namespace is None else DurableConversations(namespace, raw.signal)
+                response = await app.handle(
+                    web, lookup, model, TABLE, limiter=_limiter(self.env),
+                    key_limiter=_limiter(self.env, rate_limit.KEY_BINDING), conversations=conversations,
+                )
             except Exception:
                 _emit(detail_line(record.request_id, "error", "entry", traceback.format_exc()))
                 response = app.app_error(ApiError(500, "internal_error", "The request could not be completed."))
@@ -232,6 +265,11 @@ def _to_response(response: WebResponse, signal: Any, ctx: Any, record: RequestLo
         if record is not None:
             record.responded(response.status, response.body, time.monotonic())
             record.write(_emit)
+    elif isinstance(response.body, Forwarded):
+        if record is not None:
+            record.responded(response.status, None, time.monotonic())
+            record.write(_emit)
+        body = getattr(response.body.response, "body", None)
     else:
         source, relay = response.body.source, response.body.relay
         if record is not None:

@@ -203,7 +203,11 @@ class RelayPipe:
         client_signal: Any,
         ctx: Any = None,
         on_end: Callable[[bool], None] | None = None,
+        out: Callable[[bytes], None] | None = None,
     ) -> None:
+        """out: where the relay's bytes go instead of a body of its own (a durable
+        conversation stores and broadcasts them); then `stream` is None and only stop() or
+        the upstream's end ends it."""
         self._relay = relay
         # Called once, when everything is released, with whether the client went away.
         self._on_end = on_end
@@ -218,10 +222,15 @@ class RelayPipe:
         if ctx is not None:
             ctx.waitUntil(self._done.promise)
         self._signal = client_signal if client_signal else None
-        pair = js.IdentityTransformStream.new()
-        self.stream = pair.readable
-        self._writer = pair.writable.getWriter()
-        self._write = _void_caller(js.Reflect.get(self._writer, "write"), self._writer)
+        self.stream: Any = None
+        self._writer: Any = None
+        if out is None:
+            pair = js.IdentityTransformStream.new()
+            self.stream = pair.readable
+            self._writer = pair.writable.getWriter()
+            write = _void_caller(js.Reflect.get(self._writer, "write"), self._writer)
+            out = lambda data: write(to_js(data))  # noqa: E731
+        self._out = out
         self._stop = js.AbortController.new()
         self._on_chunk = create_proxy(self._chunk)
         self._on_close = create_proxy(self._upstream_closed)
@@ -233,7 +242,7 @@ class RelayPipe:
         _COUNTS["relays"] += 1
         _LIVE.add(self)
         if first := relay.start():
-            self._write(to_js(first))
+            self._out(first)
         sink = js.WritableStream.new(js_object({"write": self._on_chunk, "close": self._on_close, "abort": self._on_abort}))
         # Its outcome is what the sink's close/abort say; its promise stays in JS. (Handed to
         # Python, a promise that never settles, as a pipe whose source ignores a cancel may
@@ -243,7 +252,8 @@ class RelayPipe:
         # request.signal aborted for 2-20% of them and a TransformStream's cancel() hardly
         # ever ran (bench/GLUE-NOTES.md; writer.desiredSize never turned null). A Python
         # callable, not a proxy: Pyodide releases it when the promise settles, once per answer.
-        self._writer.closed.then(js.Boolean, self._client_gone)
+        if self._writer is not None:
+            self._writer.closed.then(js.Boolean, self._client_gone)
         pipe_to = js.Reflect.get(upstream, "pipeTo")
         _void_caller(pipe_to, upstream, sink, js_object({"signal": self._stop.signal}))(None)
         if self._signal is not None:
@@ -286,7 +296,7 @@ class RelayPipe:
         except Exception as exc:
             out = self._relay.crash(exc)
         if out:
-            self._write(to_js(out))
+            self._out(out)
         self._close_writer()
         self._end()
 
@@ -304,7 +314,7 @@ class RelayPipe:
 
     def _send(self, out: bytes) -> None:
         if out:
-            self._write(to_js(out))
+            self._out(out)
         if self._relay.closed:
             # The answer is whole (or has failed): close the body after what was written, and
             # stop the pipe, which cancels what is left upstream.
@@ -317,7 +327,19 @@ class RelayPipe:
         self._timer = js.setTimeout(self._tick, delay_ms)
 
     def _close_writer(self) -> None:
-        _void_caller(js.Reflect.get(self._writer, "close"), self._writer)(None)
+        if self._writer is not None:
+            _void_caller(js.Reflect.get(self._writer, "close"), self._writer)(None)
+
+    def stop(self) -> None:
+        """Stop the answer on purpose: the relay says so (stop_reason "cancelled") and the
+        upstream read is cancelled."""
+        if self._ended:
+            return
+        try:
+            out = self._relay.cancel()
+        except Exception as exc:
+            out = self._relay.crash(exc)
+        self._send(out)
 
     def _client_gone(self, _event: Any = None) -> None:
         if self._ended:
@@ -327,7 +349,8 @@ class RelayPipe:
         self._gone = True
         self._relay.closed = True
         self._stop.abort()
-        _void_caller(js.Reflect.get(self._writer, "abort"), self._writer)(None)
+        if self._writer is not None:
+            _void_caller(js.Reflect.get(self._writer, "abort"), self._writer)(None)
         self._end()
 
     def _end(self) -> None:

@@ -214,6 +214,16 @@ class Relay:
         self.notes.append(f"relay failed: {error!r}")
         return self._fail(INTERNAL)
 
+    def cancel(self) -> bytes:
+        """Stopped on purpose (a durable conversation's stop, or no reader for too long): what
+        is held goes out, then the ending, with stop_reason "cancelled"."""
+        if self.closed:
+            return b""
+        out = self._parts(self._held())
+        self.closed = True
+        self.ending = Finished(stop_reason="cancelled", usage=self._decoder.usage)
+        return out + self._encoder.finished(self.ending)
+
     def next_deadline(self) -> float:
         timing = self._timing
         return min(

@@ -31,6 +31,8 @@ class Settings:
     max_message_chars: int
     max_images: int
     max_image_bytes: int
+    resume_grace: float  # seconds a durable turn goes on with no reader attached
+    max_conversation_bytes: int
     ping_after: float
     give_up_after: float
     allowed_origins: tuple[str, ...]
@@ -92,6 +94,8 @@ def load(lookup: Lookup) -> Settings:
         max_message_chars=_number(lookup, "MAX_MESSAGE_CHARS", 1_000_000, int, 1, 16_000_000),
         max_images=_number(lookup, "MAX_IMAGES", 8, int, 0, 100),
         max_image_bytes=_number(lookup, "MAX_IMAGE_BYTES", 3 * 1024 * 1024, int, 1024, 20 * 1024 * 1024),
+        resume_grace=_number(lookup, "RESUME_GRACE_SECONDS", 10.0, float, 0.0, 3600.0),
+        max_conversation_bytes=_number(lookup, "MAX_CONVERSATION_BYTES", 32 * 1024 * 1024, int, 1024, 1024**3),
         ping_after=ping_after,
         give_up_after=give_up_after,
         allowed_origins=_list(lookup, "CORS_ALLOWED_ORIGINS"),

@@ -35,10 +35,18 @@ class Relayed:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Forwarded:
+    """A body the shell got from elsewhere (a Durable Object's response), sent on untouched.
+    The core never looks inside: it is a JS Response to the shell, opaque here."""
+
+    response: object
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class WebResponse:
     status: int
     headers: Headers = ()
-    body: bytes | Relayed = b""
+    body: bytes | Relayed | Forwarded = b""
 
     def with_headers(self, extra: Headers) -> WebResponse:
         if not extra:

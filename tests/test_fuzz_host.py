@@ -52,6 +52,7 @@ async def answer(path: str, body: bytes, model: FakeModel) -> tuple[WebResponse,
         if isinstance(source, OneShot):
             return response, relay_whole(relay, source)
         return response, b"".join([part async for part in drive(source, relay)])
+    assert isinstance(response.body, bytes), response
     return response, response.body
 
 

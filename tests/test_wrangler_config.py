@@ -45,6 +45,7 @@ REQUIRED = {
     "AI": re.compile(r"^\s*env\.AI\s+AI\s*$", re.MULTILINE),
     "RATE_LIMITER": re.compile(r"^\s*env\.RATE_LIMITER \(\d+ requests/(10|60)s\)\s+Rate Limit\s*$", re.MULTILINE),
     "KEY_RATE_LIMITER": re.compile(r"^\s*env\.KEY_RATE_LIMITER \(\d+ requests/(10|60)s\)\s+Rate Limit\s*$", re.MULTILINE),
+    "CONVERSATIONS": re.compile(r"^\s*env\.CONVERSATIONS \(Conversation\)\s+Durable Object\s*$", re.MULTILINE),
 }
 
 
@@ -82,7 +83,20 @@ def test_an_environment_without_ai_or_rate_limit_is_caught(tmp_path: Path) -> No
     only_ai = '\n[env.lab]\nname = "ai-chat-lab"\n\n[env.lab.ai]\nbinding = "AI"\n'
     project = project_with(tmp_path, preview + only_ai)
     assert missing_bindings(project, tmp_path / "out") == [
-        "preview: AI", "preview: RATE_LIMITER", "preview: KEY_RATE_LIMITER", "lab: RATE_LIMITER", "lab: KEY_RATE_LIMITER"]
+        "preview: AI", "preview: RATE_LIMITER", "preview: KEY_RATE_LIMITER", "preview: CONVERSATIONS",
+        "lab: RATE_LIMITER", "lab: KEY_RATE_LIMITER", "lab: CONVERSATIONS"]
+
+
+def test_every_environment_migrates_the_conversation_class_to_sqlite() -> None:
+    """The Durable Object's [[migrations]] are per environment too: without them a deploy of
+    that environment fails, and new_sqlite_classes is what gives the class its SQLite storage."""
+    import tomllib
+
+    config = tomllib.loads((ROOT / "wrangler.toml").read_text())
+    blocks = {"top level": config, **{name: env for name, env in config.get("env", {}).items()}}
+    for name, block in blocks.items():
+        classes = [c for m in block.get("migrations", []) for c in m.get("new_sqlite_classes", [])]
+        assert classes == ["Conversation"], f"{name}: migrations {block.get('migrations')}"
 
 
 def test_no_environment_turns_on_the_local_stats_route() -> None:

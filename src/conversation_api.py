@@ -1,0 +1,112 @@
+"""Durable conversations, the Worker's side: the routes, their checks, and the call to the
+conversation's own Durable Object (conversation_object.py), whose answer is sent on as it is.
+
+The id is 128 random bits: knowing it is the capability to read the conversation. A message
+is checked here with the same rules as /api/v1/chat before it reaches the object.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+from typing import Any
+
+from app import Api, Context, Conversations, Route, app_error, parse_body
+from chat_request import CHAT_FIELDS, parse_chat, reject_unknown
+from errors import ApiError
+from guard import PAGE_OR_KEY
+from web import WebResponse
+
+PREFIX = "/api/v1/conversations"
+_ID = "[0-9a-f]{32}"
+_PATH = re.compile(PREFIX + r"/(" + _ID + r")(?:/(messages|stream|stop))?")
+MESSAGE_FIELDS = ("content", *(f for f in CHAT_FIELDS if f != "messages"))
+
+
+def new_id() -> str:
+    return secrets.token_hex(16)
+
+
+def _target(ctx: Context) -> tuple[Conversations, str]:
+    if ctx.conversations is None:
+        raise ApiError(501, "conversations_unavailable", "Durable conversations are not configured on this deployment (no CONVERSATIONS binding).")
+    match = _PATH.fullmatch(ctx.request.path)
+    if match is None:  # the route patterns only let well-formed ids through
+        raise ApiError(404, "not_found", "No such conversation.")
+    return ctx.conversations, match.group(1)
+
+
+def parse_message(body: dict[str, Any], ctx: Context) -> dict[str, Any]:
+    """{"content", "model"?, "max_tokens"?, ...}: checked as /api/v1/chat checks a turn."""
+    reject_unknown(body, MESSAGE_FIELDS)
+    if "content" not in body:
+        raise ApiError(400, "invalid_field", "content: is required", param="content")
+    turn = {k: v for k, v in body.items() if k != "content"}
+    try:
+        request = parse_chat({**turn, "messages": [{"role": "user", "content": body["content"]}]}, ctx.settings)
+    except ApiError as error:  # the message is ours; name the field the client sent
+        if error.param and error.param.startswith("messages[0].content"):
+            where = "content" + error.param.removeprefix("messages[0].content")
+            raise ApiError(error.status, error.code, where + error.message.removeprefix(error.param), param=where) from None
+        raise
+    payload: dict[str, Any] = {"content": request.messages[0]["content"], "model": request.model, "max_tokens": request.max_tokens}
+    for key in ("temperature", "reasoning_effort"):
+        if getattr(request, key) is not None:
+            payload[key] = getattr(request, key)
+    if request.stop:
+        payload["stop"] = list(request.stop)
+    return payload
+
+
+async def create(ctx: Context) -> WebResponse:
+    if ctx.conversations is None:
+        raise ApiError(501, "conversations_unavailable", "Durable conversations are not configured on this deployment (no CONVERSATIONS binding).")
+    return await ctx.conversations.call(new_id(), "create")
+
+
+async def read(ctx: Context) -> WebResponse:
+    conversations, id = _target(ctx)
+    return await conversations.call(id, "get")
+
+
+async def delete(ctx: Context) -> WebResponse:
+    conversations, id = _target(ctx)
+    return await conversations.call(id, "delete")
+
+
+async def message(ctx: Context) -> WebResponse:
+    conversations, id = _target(ctx)
+    return await conversations.call(id, "messages", parse_message(await parse_body(ctx), ctx))
+
+
+async def stream(ctx: Context) -> WebResponse:
+    conversations, id = _target(ctx)
+    request = ctx.request
+    after = request.headers.get("last-event-id") or _query(request.url, "after")
+    return await conversations.call(id, "stream", after=after)
+
+
+async def stop(ctx: Context) -> WebResponse:
+    conversations, id = _target(ctx)
+    return await conversations.call(id, "stop")
+
+
+def _query(url: str, name: str) -> str | None:
+    from urllib.parse import parse_qs, urlsplit
+
+    values = parse_qs(urlsplit(url).query).get(name)
+    return values[0] if values else None
+
+
+CONVERSATIONS_API = Api(
+    prefix=PREFIX,
+    routes={PREFIX: Route(methods={"POST": create}, render_error=app_error, access=PAGE_OR_KEY, metered=True)},
+    pattern_routes={
+        f"{PREFIX}/{_ID}": Route(methods={"GET": read, "DELETE": delete}, render_error=app_error, access=PAGE_OR_KEY),
+        # It calls the model: rate limited like /api/v1/chat.
+        f"{PREFIX}/{_ID}/messages": Route(methods={"POST": message}, render_error=app_error, access=PAGE_OR_KEY, metered=True),
+        f"{PREFIX}/{_ID}/stream": Route(methods={"GET": stream}, render_error=app_error, access=PAGE_OR_KEY),
+        f"{PREFIX}/{_ID}/stop": Route(methods={"POST": stop}, render_error=app_error, access=PAGE_OR_KEY),
+    },
+    render_error=app_error,
+)

@@ -1,0 +1,127 @@
+"""One durable conversation's storage: its messages, and each assistant turn's events as they
+were sent, numbered, so a reader that comes back gets exactly what it missed.
+
+Plain Python over an Sql protocol: in the Worker it is the Durable Object's SQLite
+(`ctx.storage.sql`, synchronous), on the host the standard library's sqlite3, so the same
+statements are tested on both.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+
+class Sql(Protocol):
+    def rows(self, query: str, *params: object) -> list[dict[str, Any]]:
+        """Run one statement; the rows it returns, as dicts (none for a write)."""
+        ...
+
+
+SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS messages (n INTEGER PRIMARY KEY, role TEXT NOT NULL, content TEXT NOT NULL, reasoning TEXT)",
+    "CREATE TABLE IF NOT EXISTS events (turn INTEGER NOT NULL, seq INTEGER NOT NULL, data TEXT NOT NULL, PRIMARY KEY (turn, seq))",
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Event:
+    turn: int
+    seq: int
+    data: bytes  # one whole SSE event, without its id line
+
+    def wire(self) -> bytes:
+        return b"id: %d:%d\n%s" % (self.turn, self.seq, self.data)
+
+
+def parse_event_id(value: str | None) -> tuple[int, int] | None:
+    """`<turn>:<seq>` as our events carry it (Last-Event-ID, ?after=); None when absent or not one."""
+    if not value:
+        return None
+    turn, _, seq = value.strip().partition(":")
+    if not (turn.isascii() and seq.isascii() and turn.isdigit() and seq.isdigit()) or len(turn) > 12 or len(seq) > 12:
+        return None
+    return int(turn), int(seq)
+
+
+class Store:
+    def __init__(self, sql: Sql) -> None:
+        self._sql = sql
+
+    def _get(self, key: str) -> str | None:
+        rows = self._sql.rows("SELECT value FROM meta WHERE key = ?", key)
+        return str(rows[0]["value"]) if rows else None
+
+    def _set(self, key: str, value: str) -> None:
+        self._sql.rows("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value", key, value)
+
+    def exists(self) -> bool:
+        tables = self._sql.rows("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'meta'")
+        return bool(tables) and self._get("created") is not None
+
+    def create(self, now: float) -> None:
+        for statement in SCHEMA:
+            self._sql.rows(statement)
+        self._set("created", repr(now))
+        self._set("turn", "0")
+        self._set("streaming", "0")
+        self._set("bytes", "0")
+
+    @property
+    def turn(self) -> int:
+        return int(self._get("turn") or 0)
+
+    @property
+    def streaming(self) -> bool:
+        return self._get("streaming") == "1"
+
+    @property
+    def size(self) -> int:
+        """Bytes stored: messages and events, as the bound per conversation counts them."""
+        return int(self._get("bytes") or 0)
+
+    def _grow(self, size: int) -> None:
+        self._set("bytes", str(self.size + size))
+
+    def messages(self) -> list[dict[str, Any]]:
+        out = []
+        for row in self._sql.rows("SELECT role, content, reasoning FROM messages ORDER BY n"):
+            message: dict[str, Any] = {"role": row["role"], "content": json.loads(row["content"])}
+            if row["reasoning"]:
+                message["reasoning"] = row["reasoning"]
+            out.append(message)
+        return out
+
+    def count(self) -> int:
+        return int(self._sql.rows("SELECT count(*) AS n FROM messages")[0]["n"])
+
+    def add_message(self, role: str, content: object, reasoning: str | None = None) -> None:
+        text = json.dumps(content, ensure_ascii=False)
+        self._sql.rows("INSERT INTO messages (role, content, reasoning) VALUES (?, ?, ?)", role, text, reasoning or None)
+        self._grow(len(text.encode()) + len((reasoning or "").encode()))
+
+    def start_turn(self) -> int:
+        turn = self.turn + 1
+        self._set("turn", str(turn))
+        self._set("streaming", "1")
+        return turn
+
+    def end_turn(self) -> None:
+        self._set("streaming", "0")
+
+    def append(self, turn: int, seq: int, data: bytes) -> Event:
+        self._sql.rows("INSERT INTO events (turn, seq, data) VALUES (?, ?, ?)", turn, seq, data.decode())
+        self._grow(len(data))
+        return Event(turn=turn, seq=seq, data=data)
+
+    def events_after(self, turn: int, seq: int) -> list[Event]:
+        rows = self._sql.rows("SELECT turn, seq, data FROM events WHERE turn = ? AND seq > ? ORDER BY seq", turn, seq)
+        return [Event(turn=int(r["turn"]), seq=int(r["seq"]), data=str(r["data"]).encode()) for r in rows]
+
+
+def split_events(out: bytes) -> Sequence[bytes]:
+    """A relay's output as whole SSE events (each ends in a blank line); comments included."""
+    return [part + b"\n\n" for part in out.split(b"\n\n")[:-1]]
