@@ -51,6 +51,9 @@ class _Sql:
         rows = cursor.toArray().to_py()
         return [dict(row) for row in rows]
 
+    def run(self, query: str, *params: object) -> None:
+        self._sql.exec(query, *params)
+
 
 class _Recorder(ChatEncoder):
     """Our SSE events, and the answer kept whole for the conversation's history."""

@@ -16,7 +16,11 @@ from typing import Any, Protocol
 
 class Sql(Protocol):
     def rows(self, query: str, *params: object) -> list[dict[str, Any]]:
-        """Run one statement; the rows it returns, as dicts (none for a write)."""
+        """Run one statement; the rows it returns, as dicts."""
+        ...
+
+    def run(self, query: str, *params: object) -> None:
+        """Run one statement that returns nothing (no rows are converted)."""
         ...
 
 
@@ -48,15 +52,19 @@ def parse_event_id(value: str | None) -> tuple[int, int] | None:
 
 
 class Store:
+    """Every event costs one INSERT and nothing else: the byte count is kept here and written
+    with the turn's end (bench/notes/2026-11-24-durable-conversations.md)."""
+
     def __init__(self, sql: Sql) -> None:
         self._sql = sql
+        self._size: int | None = None
 
     def _get(self, key: str) -> str | None:
         rows = self._sql.rows("SELECT value FROM meta WHERE key = ?", key)
         return str(rows[0]["value"]) if rows else None
 
     def _set(self, key: str, value: str) -> None:
-        self._sql.rows("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value", key, value)
+        self._sql.run("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value", key, value)
 
     def exists(self) -> bool:
         tables = self._sql.rows("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'meta'")
@@ -64,7 +72,7 @@ class Store:
 
     def create(self, now: float) -> None:
         for statement in SCHEMA:
-            self._sql.rows(statement)
+            self._sql.run(statement)
         self._set("created", repr(now))
         self._set("turn", "0")
         self._set("streaming", "0")
@@ -81,10 +89,14 @@ class Store:
     @property
     def size(self) -> int:
         """Bytes stored: messages and events, as the bound per conversation counts them."""
-        return int(self._get("bytes") or 0)
+        if self._size is None:
+            self._size = int(self._get("bytes") or 0)
+        return self._size
 
-    def _grow(self, size: int) -> None:
-        self._set("bytes", str(self.size + size))
+    def _grow(self, size: int, *, save: bool = True) -> None:
+        self._size = self.size + size
+        if save:
+            self._set("bytes", str(self._size))
 
     def messages(self) -> list[dict[str, Any]]:
         out = []
@@ -100,7 +112,7 @@ class Store:
 
     def add_message(self, role: str, content: object, reasoning: str | None = None) -> None:
         text = json.dumps(content, ensure_ascii=False)
-        self._sql.rows("INSERT INTO messages (role, content, reasoning) VALUES (?, ?, ?)", role, text, reasoning or None)
+        self._sql.run("INSERT INTO messages (role, content, reasoning) VALUES (?, ?, ?)", role, text, reasoning or None)
         self._grow(len(text.encode()) + len((reasoning or "").encode()))
 
     def start_turn(self) -> int:
@@ -111,10 +123,11 @@ class Store:
 
     def end_turn(self) -> None:
         self._set("streaming", "0")
+        self._set("bytes", str(self.size))
 
     def append(self, turn: int, seq: int, data: bytes) -> Event:
-        self._sql.rows("INSERT INTO events (turn, seq, data) VALUES (?, ?, ?)", turn, seq, data.decode())
-        self._grow(len(data))
+        self._sql.run("INSERT INTO events (turn, seq, data) VALUES (?, ?, ?)", turn, seq, data.decode())
+        self._grow(len(data), save=False)
         return Event(turn=turn, seq=seq, data=data)
 
     def events_after(self, turn: int, seq: int) -> list[Event]:

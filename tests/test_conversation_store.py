@@ -19,6 +19,9 @@ class Lite:
     def rows(self, query: str, *params: object) -> list[dict[str, Any]]:
         return [dict(row) for row in self.db.execute(query, params).fetchall()]
 
+    def run(self, query: str, *params: object) -> None:
+        assert self.db.execute(query, params).fetchall() == [], query
+
 
 def test_a_new_store_does_not_exist_until_created() -> None:
     store = Store(Lite())
