@@ -20,6 +20,7 @@ import js
 from pyodide.ffi import JsException, create_proxy, to_js
 
 from errors import ClientGone
+from js_values import js_numbers
 from relay import Relay
 
 log = logging.getLogger("jsstream")
@@ -43,7 +44,7 @@ def live_streams() -> dict[str, Any]:
 
 def js_object(value: dict[str, Any]) -> Any:
     """A plain JS object (not a Map, not a PyProxy): what JS APIs and bindings expect."""
-    return to_js(value, dict_converter=js.Object.fromEntries)
+    return to_js(js_numbers(value), dict_converter=js.Object.fromEntries)
 
 
 def _ignore(promise: Any) -> None:
