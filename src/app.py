@@ -21,7 +21,7 @@ from rate_limit import Limiter
 from relay import Encoder, Relay, Timing, Upstream
 from settings import Lookup, Settings, SettingsError
 from version import VERSION
-from web import API_HEADERS, SSE_HEADERS, Headers, Relayed, WebRequest, WebResponse, json_response
+from web import API_HEADERS, SSE_HEADERS, Headers, Relayed, WebRequest, WebResponse, json_response, without_body
 
 log = logging.getLogger("app")
 
@@ -117,7 +117,12 @@ class Route:
 
     @property
     def allow(self) -> str:
-        return ", ".join([*self.methods, "OPTIONS"])
+        head = ["HEAD"] if "GET" in self.methods and "HEAD" not in self.methods else []
+        return ", ".join([*self.methods, *head, "OPTIONS"])
+
+    def handler(self, method: str) -> Handler | None:
+        """HEAD is GET without the body (handle() drops it)."""
+        return self.methods.get("GET" if method == "HEAD" else method)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -190,10 +195,15 @@ def cors_headers(request: WebRequest, allowed: tuple[str, ...]) -> Headers | Non
 
 
 def preflight(request: WebRequest, route: Route, cors: Headers) -> WebResponse:
+    """OPTIONS: 204 with Allow; a CORS preflight from an allowed origin also gets what the
+    browser asked about."""
+    headers: Headers = (("allow", route.allow),)
+    if not cors or request.headers.get("access-control-request-method") is None:
+        return WebResponse(status=204, headers=headers)
     headers = cors + (
         ("access-control-allow-methods", route.allow),
         ("access-control-max-age", "86400"),
-        ("allow", route.allow),
+        *headers,
     )
     wanted = request.headers.get("access-control-request-headers")
     if wanted:
@@ -205,7 +215,8 @@ async def handle(
     request: WebRequest, env: Lookup, model: ChatModel, table: RouteTable, *, limiter: Limiter | None
 ) -> WebResponse:
     """Every answer, error or not, leaves through here with API_HEADERS."""
-    return (await _answer(request, env, model, table, limiter)).with_headers(API_HEADERS)
+    response = (await _answer(request, env, model, table, limiter)).with_headers(API_HEADERS)
+    return without_body(response) if request.method == "HEAD" else response
 
 
 async def _answer(
@@ -233,7 +244,7 @@ async def _answer(
         )
     if request.method == "OPTIONS":
         return preflight(request, route, cors)
-    handler = route.methods.get(request.method)
+    handler = route.handler(request.method)
     if handler is None:
         error = ApiError(
             405,

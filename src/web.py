@@ -66,6 +66,12 @@ API_HEADERS: Headers = (
 )
 
 
+def without_body(response: WebResponse) -> WebResponse:
+    """The answer to HEAD: the GET answer's headers and no body. No Content-Length: the runtime
+    may compress the GET answer (then it has another length, or none), and HEAD may omit it."""
+    return WebResponse(status=response.status, headers=response.headers)
+
+
 def json_response(status: int, value: Any, headers: Headers = ()) -> WebResponse:
     try:
         body = json.dumps(value, ensure_ascii=False).encode()
