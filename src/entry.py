@@ -24,11 +24,12 @@ import gateway
 import health
 import rate_limit
 from errors import ApiError, ClientGone
-from jsstream import JsByteSource, RelayPipe, iter_body, js_bind, js_object, live_streams
+from jsbody import RequestBody
+from jsstream import JsByteSource, RelayPipe, js_bind, js_object, live_streams
 from relay import OneShot, Relay, Upstream, relay_whole
 from request_log import CURRENT, JsonLines, RequestLog, detail_line, request_id
 from routes import TABLE
-from settings import Lookup
+from settings import BODY_TIMEOUT_DEFAULT, Lookup, SettingsError, body_timeout
 from web import JSON_HEADERS, WebRequest, WebResponse
 
 # Set by the local launcher only (no wrangler.toml environment sets it): the stats route.
@@ -175,6 +176,13 @@ def _lookup(env: Any) -> Lookup:
     return get
 
 
+def _body_timeout(lookup: Lookup) -> float:
+    try:
+        return body_timeout(lookup)
+    except SettingsError:  # the core answers 500 server_misconfigured before it reads a body
+        return BODY_TIMEOUT_DEFAULT
+
+
 def _stats() -> WebResponse:
     stats: dict[str, Any] = dict(live_streams())
     try:
@@ -197,10 +205,11 @@ class Default(WorkerEntrypoint):  # type: ignore[misc]  # the SDK has no stubs
         headers = _Headers(raw.headers)
         record = RequestLog(request_id=request_id(headers), method=str(raw.method), route=path, started=time.monotonic())
         CURRENT.set(record)
+        body = RequestBody(raw, timeout=_body_timeout(lookup), started=record.started)
         if path == health.PATH:
             response = health.health(record.method, lookup, _binding_names(self.env))
         else:
-            web = WebRequest(method=record.method, url=url, path=path, headers=headers, body=iter_body(raw))
+            web = WebRequest(method=record.method, url=url, path=path, headers=headers, body=body.chunks())
             model = WorkersAi(self.env, raw.signal, record)
             try:
                 response = await app.handle(web, lookup, model, TABLE, limiter=_limiter(self.env))

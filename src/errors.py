@@ -68,3 +68,10 @@ class ClientGone(ApiError):
 
 def invalid(field: str, message: str) -> ApiError:
     return ApiError(400, "invalid_field", f"{field}: {message}", param=field)
+
+
+def body_timeout(seconds: float) -> ApiError:
+    """The body did not arrive in time: a client still sending gets this (a slow one, or one
+    holding the connection open on purpose)."""
+    return ApiError(408, "body_timeout", f"The request body did not arrive within {seconds:g} seconds.")
+

@@ -1,17 +1,20 @@
-"""The request body on workerd: a client that leaves mid-upload is a quiet end, and a body sent
-in many tiny chunks is still read against its limit."""
+"""The request body on workerd: a client that leaves mid-upload is a quiet end, a body sent in
+many tiny chunks is still read against its limit, and a body has a deadline (408)."""
 
 from __future__ import annotations
 
 import json
 import os
+import select
 import socket
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from conftest import Runtime
+from conftest import Runtime, start_runtime
 
 pytestmark = pytest.mark.runtime
 
@@ -74,3 +77,111 @@ def test_a_body_in_one_byte_chunks_costs_bytes_not_chunks(runtime: Runtime) -> N
     assert received.startswith(b"HTTP/1.1 200 "), received[:300]
     print(f"\n{len(body)} one-byte chunks: answered in {took:.2f} s, workerd CPU {cpu:.2f} s")
     assert cpu < 2.5, f"{cpu:.2f} s of workerd CPU for a {len(body)}-byte body in one-byte chunks"
+
+
+# --- the body's deadline ------------------------------------------------------------------
+
+DEADLINE = 3  # BODY_TIMEOUT_SECONDS of the runtime below: short, so the tests are too
+TIMEOUT_APP = b'{"error": "body_timeout", "message": "The request body did not arrive within 3 seconds."}'
+TIMEOUT_V1 = (
+    b'{"error": {"message": "The request body did not arrive within 3 seconds.", '
+    b'"type": "invalid_request_error", "param": null, "code": "body_timeout"}}'
+)
+
+
+@pytest.fixture(scope="module")
+def timed() -> Iterator[Runtime]:
+    rt = start_runtime(vars={"BODY_TIMEOUT_SECONDS": str(DEADLINE)})
+    yield rt
+    rt.stop()
+
+
+def head_of(path: str, framing: bytes, content_type: bytes = b"application/json") -> bytes:
+    return b"POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: %s\r\n%s\r\n\r\n" % (path.encode(), content_type, framing)
+
+
+class Trickle:
+    """A client that sends its body one byte a second and reads whatever comes back meanwhile."""
+
+    def __init__(self, rt: Runtime, path: str, framing: bytes, content_type: bytes = b"application/json") -> None:
+        self.sock = raw_request(rt, head_of(path, framing, content_type))
+        self.sock.setblocking(False)
+        self.chunked = b"chunked" in framing
+        self.received = b""
+        self.answered_at: float | None = None  # seconds after the start
+        self.closed_at: float | None = None  # the server ended the connection (EOF or reset)
+        self.started = time.monotonic()
+
+    def step(self) -> None:
+        """Send one byte (if still open), then read for about a second."""
+        if self.closed_at is None:
+            try:
+                self.sock.send(b"1\r\n \r\n" if self.chunked else b" ")
+            except OSError:
+                self.closed_at = time.monotonic() - self.started
+        until = time.monotonic() + 1
+        while self.closed_at is None and time.monotonic() < until:
+            ready, _, _ = select.select([self.sock], [], [], max(0.0, until - time.monotonic()))
+            if not ready:
+                continue
+            try:
+                data = self.sock.recv(65536)
+            except OSError:
+                data = b""
+            if not data:
+                self.closed_at = time.monotonic() - self.started
+                break
+            if not self.received:
+                self.answered_at = time.monotonic() - self.started
+            self.received += data
+
+
+def trickle_all(clients: list[Trickle], seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and any(c.closed_at is None for c in clients):
+        threads = [threading.Thread(target=c.step) for c in clients]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    for c in clients:
+        c.sock.close()
+
+
+def body_of(response: bytes) -> bytes:
+    return response.split(b"\r\n\r\n", 1)[1]
+
+
+@pytest.mark.parametrize(
+    ("path", "framing", "expected"),
+    [
+        ("/api/v1/chat", b"Content-Length: 1000", TIMEOUT_APP),
+        ("/api/v1/chat", b"Transfer-Encoding: chunked", TIMEOUT_APP),
+        ("/v1/chat/completions", b"Content-Length: 1000", TIMEOUT_V1),
+        ("/v1/chat/completions", b"Transfer-Encoding: chunked", TIMEOUT_V1),
+    ],
+)
+def test_a_body_sent_one_byte_a_second_gets_408_at_the_deadline(timed: Runtime, path: str, framing: bytes, expected: bytes) -> None:
+    calls = len(timed.calls())
+    client = Trickle(timed, path, framing)
+    trickle_all([client], DEADLINE + 15)
+    assert client.received.startswith(b"HTTP/1.1 408 "), client.received[:200]
+    assert body_of(client.received) == expected
+    assert client.answered_at is not None and DEADLINE - 0.5 < client.answered_at < DEADLINE + 5, client.answered_at
+    assert client.closed_at is not None, "the server kept the connection after its 408"
+    assert len(timed.calls()) == calls, "a request without its body reached the model"
+
+
+def test_many_slow_connections_are_answered_and_released(timed: Runtime) -> None:
+    seen = len(timed.log)
+    clients = [Trickle(timed, "/api/v1/chat", b"Content-Length: 1000") for _ in range(30)]
+    trickle_all(clients, DEADLINE + 20)
+    answered = [c.answered_at for c in clients]
+    assert all(c.received.startswith(b"HTTP/1.1 408 ") for c in clients), [c.received[:40] for c in clients]
+    assert all(a is not None and a < DEADLINE + 8 for a in answered), answered
+    closed = [c.closed_at for c in clients]
+    assert all(t is not None and t < DEADLINE + 12 for t in closed), f"connections still held: {closed}"
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and sum('"code":"body_timeout"' in line for line in timed.log[seen:]) < 30:
+        time.sleep(0.05)
+    assert sum('"status":408' in line and '"code":"body_timeout"' in line for line in timed.log[seen:]) == 30
