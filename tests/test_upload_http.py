@@ -1,5 +1,6 @@
 """The request body on workerd: a client that leaves mid-upload is a quiet end, a body sent in
-many tiny chunks is still read against its limit, and a body has a deadline (408)."""
+many tiny chunks is still read against its limit, a body has a deadline (408), and a broken
+framing is the client's error (400), not a client gone (499)."""
 
 from __future__ import annotations
 
@@ -185,3 +186,50 @@ def test_many_slow_connections_are_answered_and_released(timed: Runtime) -> None
     while time.monotonic() < deadline and sum('"code":"body_timeout"' in line for line in timed.log[seen:]) < 30:
         time.sleep(0.05)
     assert sum('"status":408' in line and '"code":"body_timeout"' in line for line in timed.log[seen:]) == 30
+
+
+# --- a broken framing is the client's error, not a client gone ---------------------------
+
+MALFORMED_APP = b'{"error": "malformed_body", "message": "The request body\'s framing (Content-Length or chunked encoding) is invalid."}'
+MALFORMED_V1 = (
+    b'{"error": {"message": "The request body\'s framing (Content-Length or chunked encoding) is invalid.", '
+    b'"type": "invalid_request_error", "param": null, "code": "malformed_body"}}'
+)
+
+
+@pytest.mark.parametrize(
+    ("path", "framing", "body", "expected"),
+    [
+        ("/api/v1/chat", b"Transfer-Encoding: chunked", b'5;ext=1\r\n{"a":\r\n0\r\n\r\n', MALFORMED_APP),
+        ("/v1/chat/completions", b"Transfer-Encoding: chunked", b'5;ext=1\r\n{"a":\r\n0\r\n\r\n', MALFORMED_V1),
+        ("/api/v1/chat", b"Transfer-Encoding: chunked", b'zz\r\n{"a":\r\n0\r\n\r\n', MALFORMED_APP),
+        ("/api/v1/chat", b"Content-Length: " + b"1" * 32, b"{}", MALFORMED_APP),
+        ("/v1/chat/completions", b"Content-Length: " + b"9" * 40, b"{}", MALFORMED_V1),
+        ("/api/v1/chat", b"Content-Length: " + b"9" * 5000, b"{}", MALFORMED_APP),
+    ],
+    ids=["chunk extension", "chunk extension /v1", "bad chunk size", "32-digit Content-Length", "40-digit Content-Length /v1", "5000 digits"],
+)
+def test_a_broken_framing_is_400_to_a_client_still_there(runtime: Runtime, path: str, framing: bytes, body: bytes, expected: bytes) -> None:
+    sock = raw_request(runtime, head_of(path, framing) + body)
+    received = b""
+    while data := sock.recv(65536):
+        received += data
+        if received.count(b"\r\n\r\n") and len(body_of(received)) >= len(expected):
+            break
+    sock.close()
+    assert received.startswith(b"HTTP/1.1 400 "), received[:200]
+    assert body_of(received) == expected
+
+
+def test_a_client_that_closes_its_sending_half_early_still_reads_499(runtime: Runtime) -> None:
+    """The one case 499 reaches a client: it ended its body before its Content-Length and
+    shut its sending half, and workerd reports that as the connection lost."""
+    sock = raw_request(runtime, head_of("/api/v1/chat", b"Content-Length: 5000") + b'{"messages"')
+    time.sleep(0.1)
+    sock.shutdown(socket.SHUT_WR)
+    received = b""
+    while data := sock.recv(65536):
+        received += data
+    sock.close()
+    assert received.startswith(b"HTTP/1.1 499 "), received[:200]
+    assert body_of(received) == b'{"error": "client_gone", "message": "The client closed the connection during the upload."}'
