@@ -216,6 +216,9 @@ class Default(WorkerEntrypoint):  # type: ignore[misc]  # the SDK has no stubs
             except Exception:
                 _emit(detail_line(record.request_id, "error", "entry", traceback.format_exc()))
                 response = app.app_error(ApiError(500, "internal_error", "The request could not be completed."))
+        # An answer given before the body was read: the rest is read first, or the runtime may
+        # reset the connection before a client that sends all before it reads sees the answer.
+        await body.drain()
         response = response.with_headers((("x-request-id", record.request_id),))
         return _to_response(response, raw.signal, self.ctx, record)
 

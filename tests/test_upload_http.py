@@ -1,6 +1,7 @@
 """The request body on workerd: a client that leaves mid-upload is a quiet end, a body sent in
-many tiny chunks is still read against its limit, a body has a deadline (408), and a broken
-framing is the client's error (400), not a client gone (499)."""
+many tiny chunks is still read against its limit, a body has a deadline (408), an answer given
+before the body was read still reaches a client that sends everything first (413, 415), and a
+broken framing is the client's error (400), not a client gone (499)."""
 
 from __future__ import annotations
 
@@ -10,12 +11,16 @@ import select
 import socket
 import threading
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from conftest import Runtime, start_runtime
+
+DRAIN_MAX_BYTES = 16 * 2**20  # jsbody.DRAIN_MAX_BYTES (jsbody imports js: not on the host)
 
 pytestmark = pytest.mark.runtime
 
@@ -186,6 +191,93 @@ def test_many_slow_connections_are_answered_and_released(timed: Runtime) -> None
     while time.monotonic() < deadline and sum('"code":"body_timeout"' in line for line in timed.log[seen:]) < 30:
         time.sleep(0.05)
     assert sum('"status":408' in line and '"code":"body_timeout"' in line for line in timed.log[seen:]) == 30
+
+
+# --- answers given before the body was read ---------------------------------------------
+
+FIVE_MB = json.dumps({"messages": [{"role": "user", "content": "x" * 5_000_000}]}).encode()
+
+
+def urllib_post(rt: Runtime, body: bytes | Iterator[bytes], headers: dict[str, str]) -> int | str:
+    """Python's urllib writes the whole body before it reads a byte of the answer."""
+    request = urllib.request.Request(rt.url + "/api/v1/chat", data=body, headers=headers, method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return int(response.status)
+    except urllib.error.HTTPError as error:
+        error.close()
+        return int(error.code)
+    except OSError as error:
+        return f"{type(error).__name__}: {error}"
+
+
+def pieces(body: bytes) -> Iterator[bytes]:
+    return (body[i : i + 65536] for i in range(0, len(body), 65536))
+
+
+@pytest.mark.parametrize(
+    ("content_type", "chunked", "status"),
+    [("application/json", False, 413), ("application/json", True, 413), ("text/plain", False, 415), ("text/plain", True, 415)],
+)
+def test_urllib_posting_5_mb_gets_the_answer_every_time(runtime: Runtime, content_type: str, chunked: bool, status: int) -> None:
+    """Answered without reading the body, the runtime reset the connection with the body
+    unread, and urllib saw a connection error 10 times out of 10 (issue 22)."""
+    headers = {"Content-Type": content_type, **({"Transfer-Encoding": "chunked"} if chunked else {})}
+    results = [urllib_post(runtime, pieces(FIVE_MB) if chunked else FIVE_MB, headers) for _ in range(10)]
+    assert results == [status] * 10
+
+
+def test_the_drain_is_bounded_by_bytes(runtime: Runtime) -> None:
+    """A client that sends without end gets its 413 once the Worker has dropped DRAIN_MAX_BYTES,
+    and then the connection ends: the Worker never reads forever."""
+    sock = raw_request(runtime, head_of("/api/v1/chat", b"Transfer-Encoding: chunked"))
+    piece = b"10000\r\n" + b"x" * 0x10000 + b"\r\n"
+    sent, received, sent_at_answer, ended = 0, b"", None, False
+    started = time.monotonic()
+    while time.monotonic() - started < 60 and sent < 256 * 2**20:
+        readable, writable, _ = select.select([sock], [sock], [], 1)
+        if readable:
+            try:
+                data = sock.recv(65536)
+            except OSError:
+                data = b""
+            if not data:
+                ended = True
+                break
+            if not received:
+                sent_at_answer = sent
+            received += data
+        elif writable:
+            try:
+                sock.sendall(piece)
+            except OSError:
+                ended = True
+                break
+            sent += len(piece)
+    sock.close()
+    assert received.startswith(b"HTTP/1.1 413 "), received[:100]
+    assert sent_at_answer is not None and sent_at_answer < DRAIN_MAX_BYTES + 16 * 2**20, sent_at_answer
+    assert ended, f"the connection stayed open after {sent / 2**20:.0f} MiB"
+
+
+def test_a_content_length_past_what_would_be_drained_is_answered_at_once(runtime: Runtime) -> None:
+    for declared in (b"%d" % (DRAIN_MAX_BYTES + 1), b"18446744073709551616"):
+        sock = raw_request(runtime, head_of("/api/v1/chat", b"Content-Length: " + declared) + b"{}")
+        received = b""
+        while not received.endswith(b"}") and (data := sock.recv(65536)):
+            received += data
+        sock.close()
+        assert received.startswith(b"HTTP/1.1 413 "), (declared, received[:100])
+
+
+def test_the_drain_is_bounded_by_the_deadline(timed: Runtime) -> None:
+    """A declared length over the limit is refused at once, but the answer waits for the rest of
+    the body: a client sending it slowly gets its 413 at the deadline, not later."""
+    client = Trickle(timed, "/api/v1/chat", b"Content-Length: 100000")
+    trickle_all([client], DEADLINE + 15)
+    assert client.received.startswith(b"HTTP/1.1 413 "), client.received[:200]
+    assert body_of(client.received) == b'{"error": "body_too_large", "message": "request body exceeds 65536 bytes"}'
+    assert client.answered_at is not None and DEADLINE - 0.5 < client.answered_at < DEADLINE + 5, client.answered_at
 
 
 # --- a broken framing is the client's error, not a client gone ---------------------------
