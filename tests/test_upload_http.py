@@ -270,10 +270,16 @@ def test_a_content_length_past_what_would_be_drained_is_answered_at_once(runtime
         assert received.startswith(b"HTTP/1.1 413 "), (declared, received[:100])
 
 
-def test_the_drain_is_bounded_by_the_deadline(timed: Runtime) -> None:
-    """A declared length over the limit is refused at once, but the answer waits for the rest of
-    the body: a client sending it slowly gets its 413 at the deadline, not later."""
-    client = Trickle(timed, "/api/v1/chat", b"Content-Length: 100000")
+@pytest.mark.parametrize("framing", [b"Content-Length: 100000", b"Transfer-Encoding: chunked"])
+def test_the_drain_is_bounded_by_the_deadline(timed: Runtime, framing: bytes) -> None:
+    """A body over the limit is refused (by its declared length at once, chunked once 64 KiB
+    have come), but the answer waits for the rest of the body: a client sending it slowly gets
+    its 413 at the deadline, not later."""
+    client = Trickle(timed, "/api/v1/chat", framing)
+    if b"chunked" in framing:
+        client.sock.setblocking(True)
+        client.sock.sendall(b"12000\r\n" + b"x" * 0x12000 + b"\r\n")  # past the limit by a read
+        client.sock.setblocking(False)
     trickle_all([client], DEADLINE + 15)
     assert client.received.startswith(b"HTTP/1.1 413 "), client.received[:200]
     assert body_of(client.received) == b'{"error": "body_too_large", "message": "request body exceeds 65536 bytes"}'
