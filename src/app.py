@@ -21,7 +21,7 @@ from rate_limit import Limiter
 from relay import ByteSource, Encoder, Relay, Timing, Upstream
 from settings import Lookup, Settings, SettingsError
 from version import VERSION
-from web import API_HEADERS, SSE_HEADERS, Headers, Relayed, WebRequest, WebResponse, json_response, origin_of
+from web import API_HEADERS, SSE_HEADERS, Headers, Relayed, WebRequest, WebResponse, json_response, origin_of, without_body
 
 log = logging.getLogger("app")
 
@@ -147,7 +147,12 @@ class Route:
 
     @property
     def allow(self) -> str:
-        return ", ".join([*self.methods, "OPTIONS"])
+        head = ["HEAD"] if "GET" in self.methods and "HEAD" not in self.methods else []
+        return ", ".join([*self.methods, *head, "OPTIONS"])
+
+    def handler(self, method: str) -> Handler | None:
+        """HEAD is GET without the body (handle() drops it)."""
+        return self.methods.get("GET" if method == "HEAD" else method)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -225,10 +230,15 @@ def cors_headers(request: WebRequest, allowed: tuple[str, ...]) -> Headers | Non
 
 
 def preflight(request: WebRequest, route: Route, cors: Headers) -> WebResponse:
+    """OPTIONS: 204 with Allow; a CORS preflight from an allowed origin also gets what the
+    browser asked about."""
+    headers: Headers = (("allow", route.allow),)
+    if not cors or request.headers.get("access-control-request-method") is None:
+        return WebResponse(status=204, headers=headers)
     headers = cors + (
         ("access-control-allow-methods", route.allow),
         ("access-control-max-age", "86400"),
-        ("allow", route.allow),
+        *headers,
     )
     wanted = request.headers.get("access-control-request-headers")
     if wanted:
@@ -247,8 +257,8 @@ async def handle(
     conversations: Conversations | None = None,
 ) -> WebResponse:
     """Every answer, error or not, leaves through here with API_HEADERS."""
-    answer = await _answer(request, env, model, table, limiter, key_limiter, conversations)
-    return answer.with_headers(API_HEADERS)
+    answer = (await _answer(request, env, model, table, limiter, key_limiter, conversations)).with_headers(API_HEADERS)
+    return without_body(answer) if request.method == "HEAD" else answer
 
 
 async def _answer(
@@ -282,7 +292,7 @@ async def _answer(
         )
     if request.method == "OPTIONS":
         return preflight(request, route, cors)
-    handler = route.methods.get(request.method)
+    handler = route.handler(request.method)
     if handler is None:
         error = ApiError(
             405,

@@ -24,11 +24,12 @@ import gateway
 import health
 import rate_limit
 from errors import ApiError, ClientGone
-from jsstream import JsByteSource, RelayPipe, iter_body, js_bind, js_object, live_streams
+from jsbody import RequestBody
+from jsstream import JsByteSource, RelayPipe, js_bind, js_object, live_streams
 from relay import ByteSource, OneShot, Relay, Upstream, relay_whole
 from request_log import CURRENT, JsonLines, RequestLog, detail_line, request_id
 from routes import TABLE
-from settings import Lookup
+from settings import BODY_TIMEOUT_DEFAULT, Lookup, SettingsError, body_timeout
 from web import JSON_HEADERS, Forwarded, WebRequest, WebResponse
 
 # Durable Object classes are found in the main module.
@@ -209,6 +210,13 @@ def _lookup(env: Any) -> Lookup:
     return get
 
 
+def _body_timeout(lookup: Lookup) -> float:
+    try:
+        return body_timeout(lookup)
+    except SettingsError:  # the core answers 500 server_misconfigured before it reads a body
+        return BODY_TIMEOUT_DEFAULT
+
+
 def _stats() -> WebResponse:
     stats: dict[str, Any] = dict(live_streams())
     try:
@@ -231,10 +239,11 @@ class Default(WorkerEntrypoint):  # type: ignore[misc]  # the SDK has no stubs
         headers = _Headers(raw.headers)
         record = RequestLog(request_id=request_id(headers), method=str(raw.method), route=path, started=time.monotonic())
         CURRENT.set(record)
+        body = RequestBody(raw, timeout=_body_timeout(lookup), started=record.started)
         if path == health.PATH:
             response = health.health(record.method, lookup, _binding_names(self.env))
         else:
-            web = WebRequest(method=record.method, url=url, path=path, headers=headers, body=iter_body(raw))
+            web = WebRequest(method=record.method, url=url, path=path, headers=headers, body=body.chunks())
             model = WorkersAi(self.env, raw.signal, record)
             try:
                 namespace = getattr(self.env, "CONVERSATIONS", None)
@@ -246,6 +255,9 @@ class Default(WorkerEntrypoint):  # type: ignore[misc]  # the SDK has no stubs
             except Exception:
                 _emit(detail_line(record.request_id, "error", "entry", traceback.format_exc()))
                 response = app.app_error(ApiError(500, "internal_error", "The request could not be completed."))
+        # An answer given before the body was read: the rest is read first, or the runtime may
+        # reset the connection before a client that sends all before it reads sees the answer.
+        await body.drain()
         response = response.with_headers((("x-request-id", record.request_id),))
         return _to_response(response, raw.signal, self.ctx, record)
 

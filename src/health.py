@@ -11,18 +11,25 @@ from collections.abc import Iterable
 
 import settings as config
 from app import app_error
-from errors import ApiError
+from errors import ApiError, clip
 from settings import Lookup, SettingsError
 from version import VERSION
-from web import API_HEADERS, WebResponse, json_response
+from web import API_HEADERS, WebResponse, json_response, without_body
 
 PATH = "/api/v1/health"
+ALLOW = "GET, HEAD, OPTIONS"
 
 
 def health(method: str, env: Lookup, bindings: Iterable[str]) -> WebResponse:
+    """GET, HEAD (its headers), OPTIONS (204 with Allow: no CORS here, a browser page of
+    another origin has no business with it); anything else is 405."""
+    allow = (("allow", ALLOW),)
+    if method == "OPTIONS":
+        return WebResponse(status=204, headers=allow + API_HEADERS)
+    if method == "HEAD":
+        return without_body(health("GET", env, bindings))
     if method != "GET":
-        allow = (("allow", "GET"),)
-        return app_error(ApiError(405, "method_not_allowed", f"{method} is not allowed on {PATH}; use GET", headers=allow)).with_headers(API_HEADERS)
+        return app_error(ApiError(405, "method_not_allowed", f"{clip(method)} is not allowed on {PATH}; use {ALLOW}", headers=allow)).with_headers(API_HEADERS)
     try:
         config.load(env)
         settings_ok = True

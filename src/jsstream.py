@@ -13,13 +13,13 @@ import gc
 import logging
 import time
 import weakref
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from typing import Any
 
 import js
-from pyodide.ffi import JsException, create_proxy, to_js
+from pyodide.ffi import create_proxy, to_js
 
-from errors import ClientGone
+from js_values import js_numbers
 from relay import Relay
 
 log = logging.getLogger("jsstream")
@@ -43,7 +43,7 @@ def live_streams() -> dict[str, Any]:
 
 def js_object(value: dict[str, Any]) -> Any:
     """A plain JS object (not a Map, not a PyProxy): what JS APIs and bindings expect."""
-    return to_js(value, dict_converter=js.Object.fromEntries)
+    return to_js(js_numbers(value), dict_converter=js.Object.fromEntries)
 
 
 def _ignore(promise: Any) -> None:
@@ -98,51 +98,6 @@ class JsByteSource:
             _ignore(self._reader.cancel())
         elif not self.stream.locked:
             _ignore(self.stream.cancel())
-
-
-# A body is read at least this much at a time: the byte limit is still checked every few KiB
-# as the body arrives, and a sender's chunking (65,000 one-byte chunks cost ~6 s of CPU with
-# one read per chunk, measured on workerd) no longer decides how often Python is called.
-BODY_READ_BYTES = 8192
-_UPLOAD_GONE = "The client closed the connection during the upload."
-
-
-async def iter_body(request: "js.Request") -> AsyncIterator[bytes]:
-    """A request body as chunks, for the core to count against its limit as they arrive.
-
-    workerd's BYOB reader has readAtLeast(n, view): one read returns once n bytes (or the end)
-    have arrived. A read that fails means the client went away mid-upload: a quiet end
-    (client_gone, which nobody receives), not a server error with a traceback."""
-    body = request.body
-    if body is None or not body:
-        return
-    declared = request.headers.get("content-length")
-    if isinstance(declared, str) and declared.isascii() and declared.strip().isdigit():
-        # Measured on workerd: every resumption of Python from a JS promise costs ~0.1-0.2 ms
-        # of CPU; one arrayBuffer() is one. Safe without a limit here: the core refuses a
-        # declared length over its limit before it iterates, and workerd ends a body at its
-        # Content-Length.
-        try:
-            data = await request.arrayBuffer()
-        except JsException as exc:
-            raise ClientGone(_UPLOAD_GONE) from exc
-        if data.byteLength:
-            yield data.to_bytes()
-        return
-    reader = body.getReader(js_object({"mode": "byob"}))
-    try:
-        while True:
-            try:
-                result = await reader.readAtLeast(BODY_READ_BYTES, js.Uint8Array.new(BODY_READ_BYTES * 8))
-            except JsException as exc:
-                raise ClientGone(_UPLOAD_GONE) from exc
-            value = result.value  # undefined (None) or a zero-length view at the end
-            if value and value.byteLength:
-                yield value.to_bytes()
-            if result.done:
-                break
-    finally:
-        _ignore(reader.cancel())
 
 
 def js_bind(fn: Any, this: Any, *bound: Any) -> Any:

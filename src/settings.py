@@ -84,6 +84,7 @@ def load(lookup: Lookup) -> Settings:
     default_tokens = _number(lookup, "AI_MAX_TOKENS_DEFAULT", min(1024, limit), int, 1, limit)
     ping_after = _number(lookup, "STREAM_PING_SECONDS", 15.0, float, 0.01, 3600.0)
     give_up_after = _number(lookup, "UPSTREAM_TIMEOUT_SECONDS", 60.0, float, 0.01, 3600.0)
+    body_timeout(lookup)  # the shell times the body with it; a bad value is misconfigured here
     return Settings(
         models=models,
         default_model=default_model,
@@ -100,3 +101,12 @@ def load(lookup: Lookup) -> Settings:
         give_up_after=give_up_after,
         allowed_origins=_list(lookup, "CORS_ALLOWED_ORIGINS"),
     )
+
+
+BODY_TIMEOUT_DEFAULT = 30.0
+
+
+def body_timeout(lookup: Lookup) -> float:
+    """BODY_TIMEOUT_SECONDS: how long a request body may take to arrive, counted from the
+    request's start. The shell reads it before the core runs, since it times the body."""
+    return _number(lookup, "BODY_TIMEOUT_SECONDS", BODY_TIMEOUT_DEFAULT, float, 0.1, 3600.0)

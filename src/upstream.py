@@ -111,7 +111,10 @@ class UpstreamDecoder:
     def __init__(self, *, opens_thinking: bool = False) -> None:
         self._utf8 = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self._bom = True  # a leading U+FEFF may still come (SSE strips it)
-        self._buffer = ""
+        # The start of a line whose end has not come, in pieces: joined once, when it ends, so
+        # a long line in many reads costs its length and not its length times the reads.
+        self._pending: list[str] = []
+        # The last read ended in CR: a LF first in the next one belongs to it (CRLF split).
         self._skip_lf = False
         self._data: list[str] = []
         self._tags: ThinkTags | None = ThinkTags(thinking=opens_thinking)
@@ -135,17 +138,19 @@ class UpstreamDecoder:
                 text = text[1:]
         if not self._data and not self._skip_lf and not self.done and "\r" not in text:
             # A frame often comes in two reads (measured on workerd: ~2 reads per token, the
-            # first ending mid-line). A piece with no line end only waits in the buffer (which
-            # never holds a line end); the piece that completes it joins it for the fast path.
+            # first ending mid-line). A piece with no line end only waits (_pending never holds
+            # a line end); the piece that completes it joins it for the fast path.
             if "\n" not in text:
-                self._buffer += text
+                if text:
+                    self._pending.append(text)
                 return Decoded()
-            if self._buffer:
-                text = self._buffer + text
-                self._buffer = ""
+            if self._pending:
+                self._pending.append(text)
+                text = "".join(self._pending)
+                self._pending = []
         # Fast path: nothing pending and whole LF-framed frames, as Workers AI sends them.
         if (
-            not self._buffer
+            not self._pending
             and not self._data
             and not self._skip_lf
             and not self.done
@@ -193,43 +198,47 @@ class UpstreamDecoder:
         return out
 
     def _decode(self, text: str, *, final: bool) -> Decoded:
+        """Lines end in LF, CRLF or CR (SSE's three), and any read may split them. Linear in
+        the input: every line end becomes LF in one pass (a CR that ends a read is a line end
+        already; a LF that starts the next one is then its CRLF's), and one split finds them."""
         out = Decoded()
-        if self.done or not text:
-            if final and self._buffer and not self.done:
-                self._line(self._buffer, out)
-                self._buffer = ""
+        if self.done:
             return out
-        if self._skip_lf and text.startswith("\n"):
-            text = text[1:]
-        self._skip_lf = False
-        buffer = self._buffer + text if self._buffer else text
-        start = 0
-        end = len(buffer)
-        while start < end:
-            lf = buffer.find("\n", start)
-            cr = buffer.find("\r", start, lf if lf >= 0 else end)
-            if cr >= 0:
-                stop = cr
-                if cr + 1 < end:
-                    nxt = cr + 2 if buffer[cr + 1] == "\n" else cr + 1
-                else:
-                    nxt = cr + 1
-                    self._skip_lf = True
-            elif lf >= 0:
-                stop, nxt = lf, lf + 1
-            else:
-                break
-            self._line(buffer[start:stop], out)
-            start = nxt
+        if text:
+            if self._skip_lf and text[0] == "\n":
+                text = text[1:]
+            self._skip_lf = False
+            if "\r" in text:
+                self._skip_lf = text[-1] == "\r"
+                text = text.replace("\r\n", "\n").replace("\r", "\n")
+        if "\n" not in text:
+            if text:
+                self._pending.append(text)
+            if final and self._pending:
+                self._line(self._take(""), out)
+            return out
+        lines = text.split("\n")
+        if self._pending:
+            lines[0] = self._take(lines[0])
+        rest = lines.pop()
+        for line in lines:
+            self._line(line, out)
             if self.done:
-                self._buffer = ""
+                self._pending = []
                 return out
-        rest = buffer[start:]
-        if final and rest:
-            self._line(rest, out)
-            rest = ""
-        self._buffer = rest
+        if rest:
+            if final:
+                self._line(rest, out)
+            else:
+                self._pending.append(rest)
         return out
+
+    def _take(self, end: str) -> str:
+        """The pending start of a line, with its `end`: the whole line."""
+        self._pending.append(end)
+        line = "".join(self._pending)
+        self._pending = []
+        return line
 
     def _line(self, line: str, out: Decoded) -> None:
         if not line:

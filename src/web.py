@@ -81,6 +81,12 @@ def origin_of(url: str) -> str:
     return f"{parts.scheme}://{parts.netloc}"
 
 
+def without_body(response: WebResponse) -> WebResponse:
+    """The answer to HEAD: the GET answer's headers and no body. No Content-Length: the runtime
+    may compress the GET answer (then it has another length, or none), and HEAD may omit it."""
+    return WebResponse(status=response.status, headers=response.headers)
+
+
 def json_response(status: int, value: Any, headers: Headers = ()) -> WebResponse:
     try:
         body = json.dumps(value, ensure_ascii=False).encode()

@@ -148,6 +148,42 @@ def test_preflight() -> None:
     assert headers["access-control-allow-headers"] == "content-type"
 
 
+def test_options_without_cors_is_204_with_allow_only() -> None:
+    for path, allow in [("/api/v1/chat", "POST, OPTIONS"), ("/api/v1/models", "GET, HEAD, OPTIONS"), ("/v1/models/m1", "GET, HEAD, OPTIONS")]:
+        for headers in ({}, {"origin": URL, "access_control_request_method": "GET"}, {"origin": "https://app.example"}):
+            response = call(request("OPTIONS", path, b"", **headers), {"CORS_ALLOWED_ORIGINS": "https://app.example"})
+            assert (response.status, response.body) == (204, b""), (path, headers)
+            assert [name for name, _ in response.headers if name.startswith("access-control-")] == [], (path, headers)
+            assert ("allow", allow) in response.headers
+
+
+GET_ROUTES = ["/api/v1/models", "/v1/models", "/v1/models/m1", "/v1/models/nope"]
+
+
+@pytest.mark.parametrize("path", GET_ROUTES)
+def test_head_is_get_without_the_body(path: str) -> None:
+    env = {"AI_MODELS": "m1", "CORS_ALLOWED_ORIGINS": "https://app.example"}
+    get = call(request("GET", path, origin="https://app.example"), env)
+    head = call(request("HEAD", path, origin="https://app.example"), env)
+    assert isinstance(get.body, bytes) and get.body
+    assert (head.status, head.body) == (get.status, b"")
+    assert head.headers == get.headers
+
+
+def test_head_where_there_is_no_get_is_405_and_allow_names_head_where_there_is() -> None:
+    response = call(request("HEAD", "/api/v1/chat"))
+    assert (response.status, response.body) == (405, b"")
+    assert ("allow", "POST, OPTIONS") in response.headers
+    response = call(request("PUT", "/api/v1/models"))
+    assert error_of(response) == (405, "method_not_allowed")
+    assert ("allow", "GET, HEAD, OPTIONS") in response.headers
+
+
+def test_head_is_guarded_like_get() -> None:
+    response = call(request("HEAD", "/v1/models"), KEYED)
+    assert (response.status, response.body) == (401, b"")
+
+
 OPENAI_CHAT = json.dumps({"messages": [{"role": "user", "content": "hi"}], "model": "m1"}).encode()
 
 
@@ -184,7 +220,7 @@ def test_upstream_failures_map_by_code_in_both_apis(thrown: str, status: int, co
 
 
 PATHS = ["/api/v1/chat", "/api/v1/models", "/v1/chat/completions", "/v1/models", "/api/v1/nope", "/v1/nope", "/"]
-METHODS = ["GET", "POST", "OPTIONS", "PUT", "DELETE", "PATCH"]
+METHODS = ["GET", "HEAD", "POST", "OPTIONS", "PUT", "DELETE", "PATCH"]
 ORIGINS: list[dict[str, str]] = [
     {},
     {"origin": URL},

@@ -35,13 +35,27 @@ def test_broken_settings_are_reported_without_their_values() -> None:
 
 
 def test_other_methods_are_405() -> None:
-    response = health("POST", env(), [])
-    assert (response.status, json.loads(response.body)["error"]) == (405, "method_not_allowed")  # type: ignore[arg-type]
-    assert ("allow", "GET") in response.headers
+    for method in ("POST", "PUT", "DELETE"):
+        response = health(method, env(), [])
+        assert (response.status, json.loads(response.body)["error"]) == (405, "method_not_allowed")  # type: ignore[arg-type]
+        assert ("allow", "GET, HEAD, OPTIONS") in response.headers
+
+
+def test_head_is_get_without_the_body() -> None:
+    get, head = (health(method, env(ENVIRONMENT="x"), ["AI"]) for method in ("GET", "HEAD"))
+    assert isinstance(get.body, bytes)
+    assert (head.status, head.body) == (200, b"")
+    assert head.headers == get.headers
+
+
+def test_options_is_204_with_allow() -> None:
+    response = health("OPTIONS", env(), [])
+    assert (response.status, response.body) == (204, b"")
+    assert ("allow", "GET, HEAD, OPTIONS") in response.headers
 
 
 def test_health_answers_carry_the_api_headers() -> None:
-    for method in ("GET", "POST"):
+    for method in ("GET", "HEAD", "OPTIONS", "POST"):
         no_vars: dict[str, str] = {}
         response = health(method, no_vars.get, ["AI"])
         assert ("x-content-type-options", "nosniff") in response.headers, (method, response.headers)

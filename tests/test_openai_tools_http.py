@@ -155,3 +155,15 @@ def test_unsupported_parameter_is_named_in_the_sdk_error(client: openai.OpenAI) 
         client.chat.completions.create(model=NATIVE, messages=ask("hi"), logprobs=True)
     assert info.value.body == {"message": "logprobs: this service accepts false only, got true", "type": "invalid_request_error",
                                "param": "logprobs", "code": "unsupported_parameter"}
+
+
+@pytest.mark.parametrize("number", [2**53 - 1, -(2**53 - 1), 2**53 - 2, 2**53])
+def test_an_integer_at_the_edge_of_a_double_reaches_the_model_as_that_number(runtime: Runtime, number: int) -> None:
+    """Pyodide hands 2**53 - 1 and more to JS as a BigInt, which JSON.stringify refuses:
+    the call failed (502) before it reached the model. The model receives the number."""
+    tool = {"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {"n": {"type": "integer", "maximum": number}}}}}
+    body = {"model": OPENAI_SHAPED, "messages": ask("[[pace:0]] hi"), "tools": [tool], "max_tokens": 3}
+    response = httpx.post(runtime.url + "/v1/chat/completions", json=body, timeout=10)
+    assert response.status_code == 200, response.text
+    received = runtime.last_call()["inputs"]["tools"][0]["function"]["parameters"]["properties"]["n"]["maximum"]
+    assert received == number and isinstance(received, int)

@@ -1,6 +1,6 @@
 import pytest
 
-from settings import DEFAULT_MODELS, Lookup, SettingsError, chat_disabled, load
+from settings import BODY_TIMEOUT_DEFAULT, DEFAULT_MODELS, Lookup, SettingsError, body_timeout, chat_disabled, load
 
 
 def env(values: dict[str, str]) -> Lookup:
@@ -38,8 +38,15 @@ def test_lists_are_trimmed() -> None:
         ({"MAX_BODY_BYTES": "1"}, "MAX_BODY_BYTES='1' must be between"),
         ({"AI_MAX_TOKENS_LIMIT": "100", "AI_MAX_TOKENS_DEFAULT": "200"}, "AI_MAX_TOKENS_DEFAULT='200'"),
         ({"STREAM_PING_SECONDS": "nan"}, "STREAM_PING_SECONDS='nan'"),
+        ({"BODY_TIMEOUT_SECONDS": "0"}, "BODY_TIMEOUT_SECONDS='0' must be between"),
+        ({"BODY_TIMEOUT_SECONDS": "soon"}, "BODY_TIMEOUT_SECONDS='soon' is not a float"),
     ],
 )
 def test_misconfiguration_names_key_and_value(env_values: dict[str, str], message: str) -> None:
     with pytest.raises(SettingsError, match=message.replace("(", r"\(")):
         load(env_values.get)
+
+
+def test_body_timeout_is_read_on_its_own() -> None:
+    assert body_timeout(env({})) == BODY_TIMEOUT_DEFAULT == 30.0
+    assert body_timeout(env({"BODY_TIMEOUT_SECONDS": " 2.5 "})) == 2.5

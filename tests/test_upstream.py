@@ -1,5 +1,6 @@
 import json
 import re
+import time
 from pathlib import Path
 from typing import Any
 
@@ -97,6 +98,25 @@ STREAMS: dict[str, tuple[bytes, list[str], dict[str, object]]] = {
     "nothing after [DONE] is read": (
         native("a") + b"data: [DONE]\n\n" + native("late"),
         ["a"],
+        {"done": True},
+    ),
+    "CR, LF and CRLF mixed, in every pairing": (
+        native("a").replace(b"\n\n", b"\r\r")
+        + native("b").replace(b"\n\n", b"\r\n\r\n")
+        + native("c").replace(b"\n\n", b"\n\r")
+        + native("d").replace(b"\n\n", b"\r\n\r")
+        + native("e").replace(b"\n\n", b"\r\r\n")
+        + native("f")
+        + b": comment\r"
+        + b"data: {\"response\":\r\ndata: \"g\\nh\"}\n\r\n"
+        + native("i").replace(b"\n\n", b"\n\r\n")
+        + b"data: [DONE]\r\n\r",
+        ["a", "b", "c", "d", "e", "f", "g\nh", "i"],
+        {"done": True, "malformed": 0},
+    ),
+    "a long line, then CR line ends": (
+        native("x" * 3000) + native("y").replace(b"\n\n", b"\r\r") + b"data: [DONE]\r\r",
+        ["x" * 3000, "y"],
         {"done": True},
     ),
 }
@@ -396,3 +416,30 @@ def test_openai_fast_path_keeps_state_across_a_stream(opens_thinking: bool) -> N
         got, loads, _ = outcome(reads, slow=False, opens_thinking=opens_thinking)
         assert got == slow
         assert slow_loads - loads == sum(fast for _, _, fast in ALL_CHUNKS)
+
+
+# Linear in the input for any split and any line end. The bounds are generous (a loaded
+# machine): before, each case took 4x as long for 2x the input (bench/notes/2026-11-24-decoder-linear.md).
+
+
+def test_one_long_line_in_small_reads_costs_its_length() -> None:
+    text = "x" * (16 * 1024 * 1024)
+    wire = native(text) + b"data: [DONE]\n\n"
+    decoder = UpstreamDecoder()
+    started = time.perf_counter()
+    parts = [part for i in range(0, len(wire), 1024) for part in decoder.feed(wire[i : i + 1024]).parts]
+    took = time.perf_counter() - started
+    assert parts == [(TEXT, text)] and decoder.done
+    assert took < 1.5, f"{took:.2f} s for a 16 MiB line in 1 KiB reads"
+
+
+@pytest.mark.parametrize("end", [b"\r", b"\r\n", b"\n\r"])
+def test_many_events_with_cr_line_ends_in_one_read(end: bytes) -> None:
+    count = 128 * 1024
+    wire = (b'data: {"response":"t"}' + end + end) * count + b"data: [DONE]" + end + end
+    decoder = UpstreamDecoder()
+    started = time.perf_counter()
+    out = decoder.feed(wire)
+    took = time.perf_counter() - started
+    assert len(out.parts) == count and decoder.done
+    assert took < 2.0, f"{took:.2f} s for {count} events ending in {end!r}"

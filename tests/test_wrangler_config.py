@@ -132,6 +132,14 @@ def test_every_environment_turns_on_observability_and_names_itself() -> None:
     assert environment == {"top level": "development", "staging": "staging", "production": "production"}
 
 
+def test_every_environment_sets_the_same_vars() -> None:
+    """Vars are not inherited either: a var added at the top level only would silently take
+    its code default in staging and production."""
+    names = {name: sorted(block.get("vars", {})) for name, block in env_blocks(ROOT / "wrangler.toml").items()}  # type: ignore[call-overload]
+    assert "BODY_TIMEOUT_SECONDS" in names["top level"]
+    assert names == {name: names["top level"] for name in names}
+
+
 def test_the_dry_run_accepts_the_observability_settings(tmp_path: Path) -> None:
     envs = environments(ROOT / "wrangler.toml")
     with ThreadPoolExecutor(max_workers=len(envs)) as pool:
