@@ -18,7 +18,10 @@ from playwright.sync_api import Browser, sync_playwright
 
 ROOT = Path(__file__).resolve().parent.parent
 PACE_MS = 15
-TEST_VARS = {"STREAM_PING_SECONDS": "0.25", "UPSTREAM_TIMEOUT_SECONDS": "1.2"}
+# The idle limit is short so that timeouts are quick to test, and not shorter: on a loaded
+# 2-core machine a model's first byte can take over a second to come (issue 22's CI failure).
+IDLE_LIMIT = 3.0
+TEST_VARS = {"STREAM_PING_SECONDS": "0.25", "UPSTREAM_TIMEOUT_SECONDS": f"{IDLE_LIMIT:g}"}
 # The suites send thousands of chats from 127.0.0.1 (what miniflare puts in CF-Connecting-IP):
 # wrangler.toml's rate limit would refuse most of them. tests/test_abuse_http.py sets its own.
 TEST_RATELIMIT = "1000000/60"
@@ -136,9 +139,11 @@ def runtime() -> Iterator[Runtime]:
     rt.stop()
 
 
-def assert_stopped(call: dict[str, Any], *, left_at_ms: float | None = None, within_ms: float = 100.0) -> None:
+def assert_stopped(call: dict[str, Any], *, left_at_ms: float | None = None, within_ms: float = 1000.0) -> None:
     """The model saw its connection closed before the answer's end, wrote nothing after,
-    and (given when the client left, epoch ms) within `within_ms` of it."""
+    and (given when the client left, epoch ms) within `within_ms` of it. The bound is generous:
+    it tells a cancel from an answer read to its end on a loaded machine; how fast the close
+    really is, is the bench's to measure (bench/RESULTS.md: tens of ms)."""
     assert call["clientClosedAt"] is not None and call["finishedAt"] is None, f"the model finished or never saw a close: {call}"
     assert call["chunksSent"] == call["chunksAtClose"], f"the model wrote after the close: {call}"
     assert call["chunksTotal"] == 0 or call["chunksAtClose"] < call["chunksTotal"], f"the whole answer went out: {call}"

@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from cases import CASES
-from conftest import assert_stopped, Runtime, expected_tokens, expected_usage, expected_wire, parse_sse
+from conftest import IDLE_LIMIT, assert_stopped, Runtime, expected_tokens, expected_usage, expected_wire, parse_sse
 
 pytestmark = pytest.mark.runtime
 
@@ -94,7 +94,7 @@ def test_disconnect_closes_the_model_connection_within_100ms_and_nothing_follows
     latencies = []
     for _ in range(5):
         call, left = disconnect_after(runtime, "[[pace:40]] [[tokens:200]] long answer please", 3)
-        assert_stopped(call, left_at_ms=left, within_ms=100)
+        assert_stopped(call, left_at_ms=left)
         latencies.append(call["clientClosedAt"] - left)
         time.sleep(0.15)  # longer than a token: a frame written after the close would show now
         assert runtime.calls()[-1]["chunksSent"] == call["chunksAtClose"]
@@ -115,7 +115,7 @@ def test_fault_modes_end_in_their_terminal_events(runtime: Runtime, model: str, 
     messages = convo(f"[[fault:{fault}]] [[pace:2]] go")
     started = time.monotonic()
     response = post(runtime, {"messages": messages, "model": model})
-    assert time.monotonic() - started < 5
+    assert time.monotonic() - started < IDLE_LIMIT + 5
     assert response.status_code == 200
     events = parse_sse(response.content)
     texts = [data["text"] for name, data in events if name == "content_block_delta"]  # type: ignore[index]
@@ -159,14 +159,14 @@ def test_a_whole_answer_instead_of_a_stream_is_relayed_as_one_delta(runtime: Run
 
 
 def test_a_model_that_never_answers_is_a_504_at_the_idle_limit_and_its_call_is_closed(runtime: Runtime) -> None:
-    """run() raced against a JS timer (UPSTREAM_TIMEOUT_SECONDS, 1.2 s here), cleared once run()
+    """run() raced against a JS timer (UPSTREAM_TIMEOUT_SECONDS, 3 s here), cleared once run()
     answers; on the timer, the handler returns and workerd closes the model's connection."""
     started = time.monotonic()
     response = post(runtime, {"messages": convo("[[fault:hang]] hello?")})
     took = time.monotonic() - started
     assert response.status_code == 504, response.text
     assert response.json()["error"] == "upstream_timeout", response.text
-    assert 1.0 < took < 5.0, f"answered after {took:.2f} s; the limit is 1.2 s"
+    assert IDLE_LIMIT * 0.8 < took < IDLE_LIMIT * 4, f"answered after {took:.2f} s; the limit is {IDLE_LIMIT} s"
     call = runtime.wait_for(lambda c: c["clientClosedAt"] is not None)
     assert call["finishedAt"] is None, call
 
@@ -272,7 +272,7 @@ def test_kill_switch_flips_on_the_next_request(runtime: Runtime) -> None:
 
 def test_leaving_before_the_first_token_stops_the_model(runtime: Runtime) -> None:
     call, left = disconnect_after(runtime, "[[pace:300]] slow", 0)
-    assert_stopped(call, left_at_ms=left, within_ms=100)
+    assert_stopped(call, left_at_ms=left)
 
 
 def test_every_ending_releases_every_proxy(runtime: Runtime) -> None:
