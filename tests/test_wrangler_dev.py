@@ -59,7 +59,7 @@ def test_wrangler_dev_local_serves_assets_and_the_routes_without_a_model() -> No
         page = httpx.get(base + "/", timeout=60)
         assert page.status_code == 200 and page.headers["content-type"].startswith("text/html"), page.text[:200]
         health = httpx.get(base + "/api/v1/health", timeout=60).json()
-        assert health["bindings"] == ["AI", "RATE_LIMITER"] and health["environment"] == "development", health
+        assert health["bindings"] == ["AI", "CONVERSATIONS", "KEY_RATE_LIMITER", "RATE_LIMITER"] and health["environment"] == "development", health
         models = httpx.get(base + "/api/v1/models", timeout=60).json()
         assert models["default"] == "@cf/google/gemma-4-26b-a4b-it", models
         chat = httpx.post(
