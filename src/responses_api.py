@@ -197,6 +197,8 @@ def _renamed(error: ApiError, names: list[str]) -> ApiError:
         k = int(match.group(1))
         return names[k] if k < len(names) else match.group(0)
 
+    if error.param == "messages":  # the conversation as a whole: too many messages
+        return ApiError(error.status, error.code, "input" + error.message.removeprefix("messages"), headers=error.headers, param="input")
     param = _MESSAGE_AT.sub(name, error.param) if error.param else error.param
     return ApiError(error.status, error.code, _MESSAGE_AT.sub(name, error.message), headers=error.headers, param=param)
 

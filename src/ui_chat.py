@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass
 from typing import Any
 
 import catalog
@@ -145,7 +146,21 @@ def ui_messages(value: object) -> list[Any]:
     return out
 
 
-def parse_ui_chat(body: dict[str, Any], ctx: Context) -> CompletionRequest:
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UiChatRequest:
+    completion: CompletionRequest  # what reaches the model: the same as the other doors'
+    message_id: str | None  # the assistant message this answer continues (after a tool result)
+
+
+def continued(messages: object) -> str | None:
+    """The id of a last assistant message: the client appends this answer's parts to it (after
+    a tool result), and the AI SDK's own server answers with its id too."""
+    last = messages[-1] if isinstance(messages, list) and messages else None
+    id = last.get("id") if isinstance(last, dict) and last.get("role") == "assistant" else None
+    return id if isinstance(id, str) and id else None
+
+
+def parse_ui_chat(body: dict[str, Any], ctx: Context) -> UiChatRequest:
     reject_unknown(body, FIELDS)
     if body.get("trigger") not in (None, *TRIGGERS):
         raise invalid("trigger", f"must be 'submit-message' or 'regenerate-message', got {shown(body['trigger'])}")
@@ -163,7 +178,7 @@ def parse_ui_chat(body: dict[str, Any], ctx: Context) -> CompletionRequest:
     tools = parse_tools(body.get("tools"))
     if tools:
         options["tools"] = list(tools)
-    return CompletionRequest(
+    completion = CompletionRequest(
         model=model,
         messages=conversation.messages,
         max_tokens=parse_max_tokens("max_tokens", body.get("max_tokens"), settings),
@@ -172,12 +187,15 @@ def parse_ui_chat(body: dict[str, Any], ctx: Context) -> CompletionRequest:
         include_usage=False,
         stop=parse_stop("stop", body.get("stop")),
     )
+    return UiChatRequest(completion=completion, message_id=continued(body.get("messages")))
 
 
 async def ui_chat(ctx: Context) -> WebResponse:
-    request = parse_ui_chat(await parse_body(ctx), ctx)
+    parsed = parse_ui_chat(await parse_body(ctx), ctx)
+    request = parsed.completion
     source = await open_upstream(ctx, request.model, request.ai_inputs())
-    encoder = UIMessageEncoder(message_id="msg_" + os.urandom(12).hex(), model=request.model)
+    fresh = os.urandom(12).hex()  # tool-call ids too: a continued message's steps must not reuse one
+    encoder = UIMessageEncoder(message_id=parsed.message_id or "msg_" + fresh, model=request.model, call_prefix=fresh)
     relay = new_relay(ctx, encoder, request.max_tokens, request.model, request.stop)
     return WebResponse(status=200, headers=SSE_HEADERS + HEADERS, body=Relayed(source=source, relay=relay))
 

@@ -42,10 +42,13 @@ def usage(counts: dict[str, int] | None) -> dict[str, int] | None:
 
 
 class UIMessageEncoder:
-    __slots__ = ("_message_id", "_model", "_open", "_parts", "_calls")
+    __slots__ = ("_message_id", "_call_prefix", "_model", "_open", "_parts", "_calls")
 
-    def __init__(self, *, message_id: str, model: str) -> None:
+    def __init__(self, *, message_id: str, model: str, call_prefix: str | None = None) -> None:
+        """call_prefix: unique to this answer, for the ids of tool calls the model sent none for
+        (native calls have none); by default the message id's."""
         self._message_id = message_id
+        self._call_prefix = call_prefix or message_id.removeprefix("msg_")
         self._model = model
         self._open: tuple[str, str] | None = None  # ("text" | "reasoning", its id)
         self._parts = 0
@@ -79,7 +82,7 @@ class UIMessageEncoder:
             known = self._calls.get(call.index)
             if known is None:
                 out.append(self._end_open())
-                id = call.id or f"call_{self._message_id.removeprefix('msg_')}_{call.index}"
+                id = call.id or f"call_{self._call_prefix}_{call.index}"
                 known = self._calls[call.index] = (id, call.name or "", [])
                 out.append(chunk({"type": "tool-input-start", "toolCallId": id, "toolName": known[1]}))
             if call.arguments:

@@ -116,3 +116,8 @@ def test_json_schema_format_is_workers_ai_json_mode() -> None:
 ])
 def test_refusals_name_the_field(body: dict[str, Any], expected: tuple[int, str, str]) -> None:
     assert refused(body) == expected
+
+
+def test_too_many_messages_names_the_input() -> None:
+    items = [{"role": "user", "content": "x"}] * (SETTINGS.max_messages + 1)
+    assert refused({"input": items}) == (400, "too_many_messages", f"input: {len(items)} messages exceed the limit of {SETTINGS.max_messages}")

@@ -22,13 +22,15 @@ def user(text: str) -> dict[str, Any]:
 
 
 def inputs(body: dict[str, Any]) -> dict[str, Any]:
-    return parse_ui_chat({"id": "chat", "trigger": "submit-message", **body}, CTX).ai_inputs()
+    return parse_ui_chat({"id": "chat", "trigger": "submit-message", **body}, CTX).completion.ai_inputs()
 
 
 def test_the_default_transport_body_with_the_apps_own_fields() -> None:
     body = {"messages": [user("hi")], "messageId": "m1", "model": GPT_OSS, "max_tokens": 5, "temperature": 0.2,
             "reasoning_effort": "low", "stop": "x", "tools": [WEATHER]}
-    request = parse_ui_chat({"id": "chat", "trigger": "regenerate-message", **body}, CTX)
+    parsed = parse_ui_chat({"id": "chat", "trigger": "regenerate-message", **body}, CTX)
+    request = parsed.completion
+    assert parsed.message_id is None, "a new assistant message"
     assert request.ai_inputs() == {"messages": [{"role": "user", "content": "hi"}], "stream": True, "max_tokens": 5,
                                    "temperature": 0.2, "reasoning_effort": "low", "tools": [WEATHER]}
     assert request.stop == ("x",)
@@ -57,6 +59,13 @@ def test_assistant_steps_become_calls_results_and_the_next_text() -> None:
         {"role": "assistant", "content": "Sunny."},
         {"role": "user", "content": "thanks"},
     ]
+
+
+def test_an_answer_after_a_tool_result_continues_the_last_assistant_message() -> None:
+    assistant = {"id": "a7", "role": "assistant", "parts": [
+        {"type": "tool-get_weather", "toolCallId": "c1", "state": "output-available", "input": {}, "output": "sunny"}]}
+    assert parse_ui_chat({"messages": [user("weather?"), assistant], "tools": [WEATHER]}, CTX).message_id == "a7"
+    assert parse_ui_chat({"messages": [user("weather?")]}, CTX).message_id is None
 
 
 def test_an_image_file_part_reaches_a_vision_model() -> None:

@@ -79,7 +79,11 @@ def test_a_tool_call_then_its_result_then_the_answer(runtime: Runtime, model: st
     done = {**tool, "state": "output-available", "output": {"sky": "sunny"}}
     assistant = {**first["message"], "parts": [*first["message"]["parts"][:-1], done]}
     second = read(runtime, [user(said), assistant], model=model, tools=[WEATHER])
-    assert second["message"]["parts"][-1]["text"] == f'The tool {tool["toolCallId"]} said: {{"sky":"sunny"}}.'
+    # the same message, continued with a second step: as useChat shows it
+    assert second["message"]["id"] == first["message"]["id"]
+    parts = second["message"]["parts"]
+    assert parts[: len(assistant["parts"])] == assistant["parts"] and parts[len(assistant["parts"])] == {"type": "step-start"}, parts
+    assert parts[-1]["text"] == f'The tool {tool["toolCallId"]} said: {{"sky":"sunny"}}.'
     sent = runtime.last_call()["inputs"]["messages"]
     call = {"id": tool["toolCallId"], "type": "function", "function": {"name": "get_weather", "arguments": '{"city":"Paris"}'}}
     # gpt-oss reasons, so its thinking goes back; gemma's <think> text is not reasoning it takes back

@@ -7,8 +7,8 @@ from ui_stream import UIMessageEncoder, usage
 from upstream import TEXT, THINKING, ToolCall
 
 
-def encoder() -> UIMessageEncoder:
-    return UIMessageEncoder(message_id="msg_1", model="@cf/m")
+def encoder(call_prefix: str | None = None) -> UIMessageEncoder:
+    return UIMessageEncoder(message_id="msg_1", model="@cf/m", call_prefix=call_prefix)
 
 
 def test_start_names_the_message_and_opens_a_step() -> None:
@@ -54,6 +54,11 @@ def test_a_tool_call_streams_its_input_and_is_available_at_the_end() -> None:
         b'data: {"type":"finish","finishReason":"tool-calls","messageMetadata":{"model":"@cf/m"}}\n\n'
         b"data: [DONE]\n\n"
     )
+
+
+def test_calls_without_an_id_take_the_answers_own_prefix() -> None:
+    e = encoder(call_prefix="ab")
+    assert e.tool_calls([ToolCall(index=0, name="f")]) == b'data: {"type":"tool-input-start","toolCallId":"call_ab_0","toolName":"f"}\n\n'
 
 
 def test_arguments_that_are_not_json_are_a_tool_input_error() -> None:

@@ -17,7 +17,11 @@ const chunks = [];
 const counting = (async () => { for await (const chunk of forTypes) chunks.push(chunk.type); })();
 const errors = [];
 let message;
-for await (const snapshot of readUIMessageStream({ stream: forReader, onError: (e) => errors.push(String(e.message ?? e)) })) {
+// After a tool result the last message is the assistant's: useChat continues it, as here.
+const last = messages.at(-1);
+const continued = last?.role === "assistant" ? structuredClone(last) : undefined;
+const onError = (e) => errors.push(String(e.message ?? e));
+for await (const snapshot of readUIMessageStream({ message: continued, stream: forReader, onError })) {
   message = snapshot;
 }
 await counting;
