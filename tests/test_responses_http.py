@@ -130,19 +130,27 @@ def test_the_agents_sdk_runs_a_tool_and_sends_the_reasoning_back(runtime: Runtim
         ran.append(city)
         return f"sunny in {city}"
 
+    items: list[str] = []
+    events: list[str] = []
+
     async def main() -> tuple[object, object]:
         client = openai.AsyncOpenAI(base_url=runtime.url + "/v1", api_key="unused", max_retries=0, timeout=30)
         model = OpenAIResponsesModel(model=GPT_OSS, openai_client=client)
         agent = Agent(name="weather", instructions="be brief", model=model, tools=[get_weather])
         done = await Runner.run(agent, "[[pace:0]] [[think:2]] [[tool:get_weather]] Paris")
+        items.extend(type(item).__name__ for item in done.new_items)
         streamed = Runner.run_streamed(agent, "[[pace:1]] [[think:2]] and hello")
-        async for _ in streamed.stream_events():
-            pass
+        async for event in streamed.stream_events():
+            if event.type == "run_item_stream_event":
+                events.append(event.name)
         await client.close()
         return done.final_output, streamed.final_output
 
     before = len(runtime.calls())
     done, streamed = asyncio.run(main())
+    # what the SDK makes of the output: the reasoning item is its own ReasoningItem
+    assert items == ["ReasoningItem", "ToolCallItem", "ToolCallOutputItem", "ReasoningItem", "MessageOutputItem"], items
+    assert events == ["reasoning_item_created", "message_output_created"], events
     calls = runtime.calls()[before:]
     assert ran == ["Paris"]
     tool_turn = calls[1]["inputs"]["messages"]
