@@ -5,6 +5,8 @@ from __future__ import annotations
 from app import CHAT_API, RouteTable
 from conversation_api import CONVERSATIONS_API
 from openai_compat import OPENAI_API
+from responses_api import RESPONSES_API
+from ui_chat import UI_CHAT_API
 
-# The conversations' routes first: CHAT_API's prefix (/api/) would claim their 404s.
-TABLE = RouteTable.of(CONVERSATIONS_API, CHAT_API, OPENAI_API)
+# The more specific prefixes first: a 404 takes the error shape of the first API it is under.
+TABLE = RouteTable.of(CONVERSATIONS_API, UI_CHAT_API, CHAT_API, RESPONSES_API, OPENAI_API)

@@ -106,13 +106,15 @@ def test_two_readers_get_identical_streams(durable: Runtime) -> None:
     id = create(durable)
     second: list[bytes] = []
 
-    def join() -> None:
-        time.sleep(0.3)
+    def join() -> None:  # once the answer is being written: polled, for a loaded machine
+        deadline = time.monotonic() + 20
+        while not httpx.get(f"{durable.url}{BASE}/{id}", timeout=10).json()["streaming"] and time.monotonic() < deadline:
+            time.sleep(0.02)
         second.append(httpx.get(f"{durable.url}{BASE}/{id}/stream", timeout=30).content)
 
     joiner = threading.Thread(target=join)
     joiner.start()
-    first = httpx.post(f"{durable.url}{BASE}/{id}/messages", json={"content": "[[pace:40]] for two"}, timeout=30).content
+    first = httpx.post(f"{durable.url}{BASE}/{id}/messages", json={"content": "[[tokens:40]] [[pace:50]] for two"}, timeout=30).content
     joiner.join()
     assert events(first) == events(second[0]), (first[-200:], second[0][-200:])
 

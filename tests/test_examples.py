@@ -22,6 +22,9 @@ EXAMPLES = {
     "langchain_python.py": [sys.executable],
     "openai_js.mjs": [NODE],
     "vercel_ai_sdk.mjs": [NODE],
+    "openai_responses.py": [sys.executable],
+    "agents_sdk.py": [sys.executable],
+    "ai_sdk_ui_chat.mjs": [NODE],
 }
 
 
