@@ -19,6 +19,7 @@ export class SSEParser {
   #data = [];
   #event = "";
   #hasData = false;
+  #id = "";          // the last event ID: kept from event to event, as the spec says
 
   feed(text) {
     const events = [];
@@ -70,6 +71,7 @@ export class SSEParser {
     if (line === "") {
       if (!this.#hasData) { this.#event = ""; return null; }
       const event = { event: this.#event || "message", data: this.#data.join("\n") };
+      if (this.#id) event.id = this.#id;   // only streams that number their events have one
       this.#data = []; this.#hasData = false; this.#event = "";
       return event;
     }
@@ -80,6 +82,7 @@ export class SSEParser {
     if (value.charCodeAt(0) === 32 /* " " */) value = value.slice(1);
     if (field === "data") { this.#data.push(value); this.#hasData = true; }
     else if (field === "event") this.#event = value;
+    else if (field === "id" && !value.includes("\0")) this.#id = value;
     return null;
   }
 }

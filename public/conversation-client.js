@@ -1,0 +1,127 @@
+// A client for durable conversations (README: "Durable conversations"): the answer is written
+// by the conversation's Durable Object, so a connection that drops, or a page that reloads,
+// picks it up again with Last-Event-ID and gets every event once, in order.
+//
+//   import { createConversation, streamConversation } from "./conversation-client.js";
+//   const id = await createConversation();
+//   const result = await streamConversation(id, { content: "Hi" }, { onText: (t) => out.append(t) });
+//   // a reload: resumeConversation(id, result.lastEventId, { onText })
+import { ChatError, readEvents } from "./chat-client.js";
+
+const BASE = "/api/v1/conversations";
+const sleep = (ms, signal) => new Promise((resolve) => {
+  const timer = setTimeout(resolve, ms);
+  signal?.addEventListener("abort", () => { clearTimeout(timer); resolve(); }, { once: true });
+});
+
+async function failure(response) {
+  let code = "http_error", message = `HTTP ${response.status}`;
+  try { const json = await response.json(); code = json.error ?? code; message = json.message ?? message; } catch { /* not JSON */ }
+  return new ChatError(code, message, response.status);
+}
+
+/** POST /api/v1/conversations: the new conversation's id. Throws a ChatError on failure. */
+export async function createConversation({ base = BASE, fetch = globalThis.fetch, headers = {} } = {}) {
+  const response = await fetch(base, { method: "POST", headers });
+  if (response.status !== 201) throw await failure(response);
+  return (await response.json()).id;
+}
+
+/** GET /api/v1/conversations/{id}: {id, messages, streaming}, or null for an unknown id. */
+export async function getConversation(id, { base = BASE, fetch = globalThis.fetch, headers = {} } = {}) {
+  const response = await fetch(`${base}/${id}`, { headers });
+  if (response.status === 404) return null;
+  if (!response.ok) throw await failure(response);
+  return response.json();
+}
+
+/** POST .../stop: whether an answer was being written (it ends with stop_reason "cancelled"). */
+export async function stopConversation(id, { base = BASE, fetch = globalThis.fetch, headers = {} } = {}) {
+  const response = await fetch(`${base}/${id}/stop`, { method: "POST", headers });
+  if (!response.ok) throw await failure(response);
+  return (await response.json()).stopped === true;
+}
+
+/** Follows one answer's events, resuming after a cut; resolves like streamChat, plus lastEventId. */
+async function follow(first, id, { base, fetch, headers, signal, retries, onText, onThinking, onEvent }, start) {
+  const result = { outcome: "cut", text: "", thinking: "", stopReason: null, whileThinking: false, usage: null, error: null, lastEventId: start };
+  let stopped = false;
+  let attempt = 0;
+  let open = first;
+  for (;;) {
+    let response;
+    try {
+      response = await open(result.lastEventId);
+    } catch (err) {
+      if (signal?.aborted) return { ...result, outcome: "aborted" };
+      response = null;
+      result.error = new ChatError("network_error", `Could not reach the service: ${err.message}`);
+    }
+    if (response && !response.ok) {
+      return { ...result, outcome: "failed", error: await failure(response) };
+    }
+    if (response) {
+      result.error = null;  // a cut that was resumed is no error
+      try {
+        for await (const { event, data, id: eventId } of readEvents(response.body, signal)) {
+          if (eventId) result.lastEventId = eventId;
+          let payload;
+          try { payload = JSON.parse(data); } catch { continue; }
+          onEvent(event, payload);
+          if (event === "content_block_delta" && typeof payload.text === "string") {
+            result.text += payload.text;
+            onText(payload.text, payload.index);
+          } else if (event === "thinking_delta" && typeof payload.text === "string") {
+            result.thinking += payload.text;
+            onThinking(payload.text, payload.index);
+          } else if (event === "message_stop") {
+            stopped = true;
+            result.stopReason = payload.stop_reason ?? null;
+            result.whileThinking = payload.while_thinking === true;
+            result.usage = payload.usage ?? null;
+          } else if (event === "error") {
+            result.error = new ChatError(payload.error ?? "error", payload.message ?? "The answer failed.", response.status);
+          } else if (event === "done") {
+            result.outcome = result.error ? "failed" : stopped ? "complete" : "cut";
+            return result;
+          }
+        }
+      } catch (err) {
+        result.error = new ChatError("connection_lost", `The connection was lost: ${err.message}`);
+      }
+    }
+    if (signal?.aborted) return { ...result, outcome: "aborted" };
+    if (attempt >= retries) {
+      result.error ??= new ChatError("connection_lost", "The connection ended before the answer was complete.");
+      return result;
+    }
+    // The answer goes on in the conversation's object: come back for the rest.
+    await sleep(Math.min(250 * 2 ** attempt, 4000), signal);
+    attempt += 1;
+    open = (after) => fetch(`${base}/${id}/stream`, { headers: { ...headers, ...(after ? { "last-event-id": after } : {}) }, signal });
+  }
+}
+
+/**
+ * POST a message to conversation `id` ({content, model?, max_tokens?, ...}) and follow the
+ * answer; a dropped connection is resumed up to `retries` times. Resolves (never rejects)
+ * with {outcome, text, thinking, stopReason, usage, error, lastEventId}: keep lastEventId to
+ * resume after a reload with resumeConversation.
+ */
+export function streamConversation(id, message, {
+  base = BASE, fetch = globalThis.fetch, headers = {}, signal, retries = 5,
+  onText = () => {}, onThinking = () => {}, onEvent = () => {},
+} = {}) {
+  const sent = { "content-type": "application/json", accept: "text/event-stream", ...headers };
+  const post = () => fetch(`${base}/${id}/messages`, { method: "POST", headers: sent, body: JSON.stringify(message), signal });
+  return follow(post, id, { base, fetch, headers, signal, retries, onText, onThinking, onEvent }, null);
+}
+
+/** Picks up the last answer of conversation `id` after `lastEventId` (null: from its start). */
+export function resumeConversation(id, lastEventId, {
+  base = BASE, fetch = globalThis.fetch, headers = {}, signal, retries = 5,
+  onText = () => {}, onThinking = () => {}, onEvent = () => {},
+} = {}) {
+  const get = (after) => fetch(`${base}/${id}/stream`, { headers: { ...headers, ...(after ? { "last-event-id": after } : {}) }, signal });
+  return follow(get, id, { base, fetch, headers, signal, retries, onText, onThinking, onEvent }, lastEventId);
+}
