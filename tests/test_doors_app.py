@@ -82,7 +82,7 @@ def test_keys_kill_switch_rate_limit_and_cors_as_on_the_other_doors() -> None:
         assert call(request("GET", path), {"AI_MODELS": "m1"}).status == 405
         foreign = call(request("POST", path, b"{}", origin="https://evil.example", **JSON), {"AI_MODELS": "m1"}, model)
         assert foreign.status == 403
-        preflight = request("OPTIONS", path, origin="https://app.example", **{"access-control-request-method": "POST"})
+        preflight = request("OPTIONS", path, origin="https://app.example", access_control_request_method="POST")
         allowed = call(preflight, {"CORS_ALLOWED_ORIGINS": "https://app.example"})
         assert allowed.status == 204 and ("access-control-allow-origin", "https://app.example") in allowed.headers
     assert body(call(request("POST", "/v1/responses", RESPONSES, **JSON), {**KEYED, "AI_CHAT_DISABLED": "1"}))["error"]["code"] == "ai_unavailable"
