@@ -13,11 +13,23 @@ pytestmark = pytest.mark.runtime
 
 MODEL = "@cf/openai/gpt-oss-20b"
 # Every path the table serves (a prefix route with a model id after it), and the health route.
-PATHS = {**{path: route.allow for path, route in TABLE.routes.items()}, **{prefix + MODEL: route.allow for prefix, route in TABLE.prefix_routes}, health.PATH: health.ALLOW}
+# A pattern route with a conversation id in it (one that does not exist: 404 on GET and HEAD alike).
+CONVERSATION = "0" * 32
+PATHS = {
+    **{path: route.allow for path, route in TABLE.routes.items()},
+    **{prefix + MODEL: route.allow for prefix, route in TABLE.prefix_routes},
+    **{pattern.pattern.replace("[0-9a-f]{32}", CONVERSATION): route.allow for pattern, route in TABLE.pattern_routes},
+    health.PATH: health.ALLOW,
+}
 
 
 def test_the_table_is_what_these_tests_cover() -> None:
-    assert sorted(PATHS) == sorted(["/api/v1/chat", "/api/v1/models", "/v1/chat/completions", "/v1/models", "/v1/models/" + MODEL, "/api/v1/health"])
+    conversation = "/api/v1/conversations/" + CONVERSATION
+    assert sorted(PATHS) == sorted([
+        "/api/v1/chat", "/api/v1/models", "/v1/chat/completions", "/v1/models", "/v1/models/" + MODEL, "/api/v1/health",
+        "/api/v1/ui-chat", "/v1/responses", "/api/v1/conversations", conversation, conversation + "/messages",
+        conversation + "/stream", conversation + "/stop",
+    ])
 
 
 @pytest.mark.parametrize("path", [p for p, allow in PATHS.items() if "GET" in allow] + ["/v1/models/nope", "/api/v1/nope"])
