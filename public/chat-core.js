@@ -529,3 +529,13 @@ export function restoreChat(state, chat, index) {
   state.chats.splice(Math.min(index, state.chats.length), 0, chat);
   state.currentId = chat.id;
 }
+
+/** An answer's usage line: "312 tokens · 4.2 s · 81.3 tokens/s" (tokens/s over the time it wrote). */
+export function usageLine(usage, ms, writingMs) {
+  const parts = [];
+  const tokens = usage?.completion_tokens;
+  if (Number.isInteger(tokens) && tokens >= 0) parts.push(`${tokens.toLocaleString("en-US")} ${tokens === 1 ? "token" : "tokens"}`);
+  if (ms >= 0) parts.push(`${(ms / 1000).toFixed(1)} s`);
+  if (Number.isInteger(tokens) && tokens > 1 && writingMs > 0) parts.push(`${((tokens * 1000) / writingMs).toFixed(1)} tokens/s`);
+  return parts.join(" · ");
+}

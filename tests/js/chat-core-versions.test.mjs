@@ -70,3 +70,12 @@ test("rename, search, export and undo of a delete", () => {
   restoreChat(state, a, 0);
   assert.equal(state.chats.length, 2, "restoring twice does not duplicate");
 });
+
+import { usageLine } from "../../public/chat-core.js";
+
+test("the usage line: tokens, time, tokens per second over the writing time", () => {
+  assert.equal(usageLine({ prompt_tokens: 9, completion_tokens: 312, total_tokens: 321 }, 4200, 3900), "312 tokens · 4.2 s · 80.0 tokens/s");
+  assert.equal(usageLine({ completion_tokens: 1 }, 300, 0), "1 token · 0.3 s");
+  assert.equal(usageLine(null, 1250, 1000), "1.3 s", "no usage reported: the time alone");
+  assert.equal(usageLine({ completion_tokens: 1200 }, 61000, 60000), "1,200 tokens · 61.0 s · 20.0 tokens/s");
+});
