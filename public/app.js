@@ -60,6 +60,7 @@ function announce(text) {
   requestAnimationFrame(() => { announcer.textContent = text; });
 }
 
+const STRUCTURE = new Set(["TABLE", "THEAD", "TBODY", "TR", "UL", "OL"]);   // their own text is layout whitespace
 const BLOCKS = new Set(["P", "LI", "TR", "H1", "H2", "H3", "H4", "H5", "H6", "PRE", "BLOCKQUOTE", "DIV"]);
 /**
  * What a screen reader should hear of a rendered answer: its words, not its markdown or the
@@ -70,7 +71,7 @@ function plainText(node, limit = 1500) {
   let out = "";
   const walk = (n) => {
     for (let c = n.firstChild; c && out.length < limit; c = c.nextSibling) {
-      if (c.nodeType === Node.TEXT_NODE) out += c.data;
+      if (c.nodeType === Node.TEXT_NODE) { if (!STRUCTURE.has(n.tagName)) out += c.data; }
       else if (c.nodeType === Node.ELEMENT_NODE && !c.classList.contains("code-bar")) {
         walk(c);
         if (BLOCKS.has(c.tagName)) out += "\n";
