@@ -89,15 +89,45 @@ function enhance(fragment, highlight) {
     box.append(bar, pre);
   }
   for (const table of fragment.querySelectorAll("table")) {
-    const wrap = document.createElement("div");
-    wrap.className = "table-wrap";
-    wrap.tabIndex = 0;
-    wrap.setAttribute("role", "region");
-    wrap.setAttribute("aria-label", "Table");
-    table.replaceWith(wrap);
-    wrap.append(table);
+    const group = tableGroup();
+    table.replaceWith(group);
+    const rows = [...(table.tBodies[0]?.rows ?? [])];
+    table.tBodies[0]?.remove();
+    for (let at = 0; at === 0 || at < rows.length; at += TABLE_CHUNK) {
+      const { wrap, body } = tableChunk(table, at > 0);
+      body.append(...rows.slice(at, at + TABLE_CHUNK));
+      group.append(wrap);
+    }
+    if (rows.length > TABLE_CHUNK) group.classList.add("chunked");
   }
   return fragment;
+}
+
+// A table is laid out whole whenever a row is added: a 1,000-row table streaming in cost a
+// layout of every row per frame (bench/PAGE-NOTES.md). So a long table is shown as tables of
+// TABLE_CHUNK rows, each with the header, in one group; the same whether it streamed in or
+// was rendered at once. Fixed layout at full width keeps the chunks' columns aligned.
+export const TABLE_CHUNK = 100;
+
+function tableGroup() {
+  const group = document.createElement("div");
+  group.className = "table-group";
+  return group;
+}
+
+/** A scrolling box with an empty copy of `table` (its head, an empty body). */
+function tableChunk(table, continued) {
+  const wrap = document.createElement("div");
+  wrap.className = "table-wrap";
+  wrap.tabIndex = 0;
+  wrap.setAttribute("role", "region");
+  wrap.setAttribute("aria-label", continued ? "Table, continued" : "Table");
+  const copy = table.cloneNode(false);
+  if (table.tHead) copy.append(table.tHead.cloneNode(true));
+  const body = document.createElement("tbody");
+  copy.append(body);
+  wrap.append(copy);
+  return { wrap, body };
 }
 
 /** Markdown to a sanitized DocumentFragment. */
@@ -126,8 +156,7 @@ class GrowingView {
     if (g.given || g.kind === null) return -1;
     if (g.kind === "table" && !this.node) {
       this.node = renderMarkdown(tail.slice(0, g.prefixEnd)).firstElementChild;
-      const table = this.node.querySelector("table");
-      this.#items = table.tBodies[0] ?? table.appendChild(document.createElement("tbody"));
+      this.#items = this.node.querySelector("tbody");
     }
     if (this.#done < g.units.length) {
       // The rows or items finished since the last frame are contiguous: one render for all.
@@ -147,16 +176,27 @@ class GrowingView {
   #render(tail, from, to, highlight) {
     const text = this.scan.kind === "table" ? tail.slice(0, this.scan.prefixEnd) + tail.slice(from, to) : tail.slice(from, to);
     const fragment = renderMarkdown(text, { highlight });
-    const box = this.scan.kind === "table" ? fragment.querySelector("tbody") : fragment.firstElementChild;
-    if (!box || (this.scan.kind === "list" && !/^(?:UL|OL)$/.test(box.tagName))) return [];
-    if (this.scan.kind === "list" && !this.node) {
+    if (this.scan.kind === "table") return [...fragment.querySelectorAll("tbody > tr")];
+    const box = fragment.firstElementChild;
+    if (!box || !/^(?:UL|OL)$/.test(box.tagName)) return [];
+    if (!this.node) {
       this.node = box.cloneNode(false);
       this.#items = this.node;
     }
     return [...box.children];
   }
 
-  #append(nodes) { for (const n of nodes) this.#items.append(n); }
+  #append(nodes) {
+    for (const n of nodes) {
+      if (this.scan.kind === "table" && this.#items.rows.length >= TABLE_CHUNK) {
+        const { wrap, body } = tableChunk(this.node.querySelector("table"), true);
+        this.node.append(wrap);
+        this.node.classList.add("chunked");
+        this.#items = body;
+      }
+      this.#items.append(n);
+    }
+  }
 }
 
 /**
