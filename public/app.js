@@ -399,7 +399,7 @@ const readAsDataURL = (file) => new Promise((resolve, reject) => {
 });
 
 async function addImages(files) {
-  const images = [...files].filter((f) => f.type.startsWith("image/") || f.name);
+  const images = [...files];
   if (images.length === 0) return;
   const why = noImagesBecause();
   if (why) { showComposerError(why); return; }

@@ -10,7 +10,7 @@ from typing import Any
 
 import httpx
 import pytest
-from playwright.sync_api import Page, expect
+from playwright.sync_api import FilePayload, Page, expect
 
 from conftest import BROWSER_MARKS, Runtime
 from test_page_browser import Opened, answered, axe_violations, opened, reasoning_model, send, shot  # noqa: F401 (opened: a fixture)
@@ -65,7 +65,8 @@ def test_an_older_service_gets_no_images_and_no_reasoning_back(opened: Opened, o
 
 
 def attach_png(page: Page, name: str = "dot.png", data: bytes = PNG) -> None:
-    page.set_input_files("#file", files=[{"name": name, "mimeType": "image/png", "buffer": data}])
+    payload: FilePayload = {"name": name, "mimeType": "image/png", "buffer": data}
+    page.set_input_files("#file", files=[payload])
 
 
 def vision_model(service: dict[str, Any], vision: bool) -> str:
