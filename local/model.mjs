@@ -28,6 +28,9 @@
 //                        (the first ends 32 bytes into the chunk, its size line included); a
 //                        body read to its end arrives as the socket has it (bench/HISTORY.md)
 //   [[tokens:N]]         answer with exactly N filler tokens
+//   [[list:N]] [[table:N]]  a markdown list of N items, or a table of N rows (columns aligned
+//                        right, left, center), between a line before and a line after, in
+//                        4 tokens per item or row: the page's long-answer rendering tests
 //   [[think:N]]          reason for N tokens first (reasoning models; native models wrap it in
 //                        <think>...</think>, [[thinktag:open]] drops the opening tag as real models do)
 //   [[reasoning:FIELD]]  OpenAI-shaped reasoning in `reasoning_content`, `reasoning` or `both`
@@ -90,6 +93,8 @@ export function answerTokens(messages, maxTokens, tools = undefined) {
   } else if (last?.role === "tool") {
     const text = `The tool ${last.tool_call_id ?? "?"} said: ${contentText(last.content)}.`;
     tokens = text.match(/\s*\S+/g) ?? [];
+  } else if (opts.list !== undefined || opts.table !== undefined) {
+    tokens = longBlockTokens(opts);
   } else if (opts.tokens !== undefined) {
     const n = Number(opts.tokens);
     tokens = Array.from({ length: n }, (_, i) => (i === 0 ? "" : " ") + FILLER[i % FILLER.length]);
@@ -106,6 +111,19 @@ export function answerTokens(messages, maxTokens, tools = undefined) {
   const said2 = tokens.slice(0, Math.max(0, budget - thought.length));
   const truncated = thought.length + said2.length < thinking.length + tokens.length;
   return { tokens: said2, thinking: thought, truncated, opts, calls };
+}
+
+function longBlockTokens(opts) {
+  const word = (i) => FILLER[i % FILLER.length];
+  const tokens = ["Here", " it", " is:\n"];
+  if (opts.list !== undefined) {
+    for (let i = 1; i <= Number(opts.list); i++) tokens.push(`\n- Item ${i}`, `: ${word(i)}`, ` ${word(i + 1)}`, ` ${word(i + 2)}`);
+  } else {
+    tokens.push("\n| # | name | size |", "\n|--:|:--|:-:|");
+    for (let i = 1; i <= Number(opts.table); i++) tokens.push(`\n| ${i}`, ` | ${word(i)}`, ` | ${i * 8 % 1000}`, " |");
+  }
+  tokens.push("\n\nThat", " is", " all.");
+  return tokens;
 }
 
 // [[tool:NAME]] directives naming tools that were given, in order: [{name, arguments}].

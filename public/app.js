@@ -1,11 +1,14 @@
 // The chat page: saved chats, the conversation sent trimmed to the service's limits, answers
 // rendered as sanitized markdown while they stream. Decisions live in chat-core.js; this
 // file draws. User text goes into the page with textContent; model text only through
-// markdown.js (sanitized, images never loaded).
+// markdown.js (sanitized, images never loaded); the user's own images only as data: URLs of
+// the four image types (IMAGE_DATA_URL), checked again where they are drawn.
 import { streamChat } from "./chat-client.js";
 import {
-  DEFAULT_LIMITS, chatTitle, countChars, currentChat, deleteChat, describeError, editMessage, fitConversation, limitsFrom,
-  loadState, newId, reasoningFrom, regenerateFrom, saveState, selectChat, sendableMessages, startChat, thoughtFor, touchChat,
+  CONTINUE_PROMPT, DEFAULT_LIMITS, IMAGE_DATA_URL, IMAGE_TYPES, capabilitiesFrom, chatTitle, chatToJSON, chatToMarkdown,
+  checkImages, countChars, currentChat, deleteChat, describeError, editMessage, fitConversation, imageBytes, limitsFrom,
+  loadState, newId, reasoningFrom, regenerateFrom, renameChat, restoreChat, saveState, searchChats, selectChat,
+  sendableMessages, settingsBody, startChat, switchVersion, thoughtFor, touchChat, usageLine, versionOf,
 } from "./chat-core.js";
 import { StreamingMarkdown, renderMarkdown } from "./markdown.js";
 
@@ -13,13 +16,20 @@ const $ = (id) => document.getElementById(id);
 const log = $("log"), form = $("composer"), prompt = $("prompt"), send = $("send"), stop = $("stop");
 const modelSelect = $("model"), chatList = $("chat-list"), layout = $("layout"), menu = $("menu");
 const announcer = $("announcer"), composerError = $("composer-error"), editing = $("editing");
+const attach = $("attach"), fileInput = $("file"), attachments = $("attachments"), attachNote = $("attach-note");
+const storageNote = $("storage-note"), jump = $("jump"), search = $("search"), toast = $("toast");
+const settings = $("settings");
 
 const EMPTY_TEXT = "Ask anything. Answers stream in as they are written.";
 const state = loadState(localStorage);
 let limits = { ...DEFAULT_LIMITS };
 let reasoning = [];
+let capabilities = null;   // null: the service announces none (it takes no images, no reasoning back)
+let defaultModel = "";
 let inFlight = null;       // { controller, chatId }
 let editingId = null;
+let pending = [];          // images attached to the message being written: { name, type, bytes, url }
+let undo = null;           // { chat, index, timer }
 
 const el = (tag, props = {}, ...children) => {
   const node = document.createElement(tag);
@@ -33,8 +43,15 @@ const el = (tag, props = {}, ...children) => {
 };
 
 function save() {
-  const dropped = saveState(localStorage, state);
-  if (dropped > 0) announce(`Browser storage is full: the ${dropped} oldest chats were removed.`);
+  const { dropped, imagesUnsaved } = saveState(localStorage, state);
+  const notes = [];
+  if (dropped > 0) notes.push(`Browser storage is full: the ${dropped} oldest chats were removed.`);
+  if (dropped < 0) notes.push("Browser storage is full: this chat is kept only until you leave the page.");
+  else if (imagesUnsaved > 0) notes.push(`Browser storage is full: ${imagesUnsaved === 1 ? "an image is" : `${imagesUnsaved} images are`} kept only until you leave the page (the chats keep their names).`);
+  const text = notes.join(" ");
+  if (text && text !== storageNote.textContent) announce(text);
+  storageNote.textContent = text;
+  storageNote.hidden = !text;
 }
 
 function announce(text) {
@@ -43,24 +60,82 @@ function announce(text) {
   requestAnimationFrame(() => { announcer.textContent = text; });
 }
 
+const STRUCTURE = new Set(["TABLE", "THEAD", "TBODY", "TR", "UL", "OL"]);   // their own text is layout whitespace
+const BLOCKS = new Set(["P", "LI", "TR", "H1", "H2", "H3", "H4", "H5", "H6", "PRE", "BLOCKQUOTE", "DIV"]);
+/**
+ * What a screen reader should hear of a rendered answer: its words, not its markdown or the
+ * code blocks' buttons; at most `limit` characters (a 1,000-row table read aloud helps no one,
+ * and walking all of it would hold the page up as the answer ends).
+ */
+function plainText(node, limit = 1500) {
+  let out = "";
+  const walk = (n) => {
+    for (let c = n.firstChild; c && out.length < limit; c = c.nextSibling) {
+      if (c.nodeType === Node.TEXT_NODE) { if (!STRUCTURE.has(n.tagName)) out += c.data; }
+      else if (c.nodeType === Node.ELEMENT_NODE && !c.classList.contains("code-bar")) {
+        walk(c);
+        if (BLOCKS.has(c.tagName)) out += "\n";
+        else if (c.tagName === "TD" || c.tagName === "TH") out += " ";
+      }
+    }
+  };
+  walk(node);
+  const text = out.replace(/[ \t]+\n/g, "\n").replace(/\n{2,}/g, "\n").trim();
+  return out.length < limit ? text : `${text.slice(0, limit).trimEnd()}… (the answer goes on in the conversation)`;
+}
+
 // ---- scrolling --------------------------------------------------------------------------
 const nearBottom = () => log.scrollHeight - log.scrollTop - log.clientHeight < 48;
 const keepInView = (was) => { if (was) log.scrollTop = log.scrollHeight; };
+// Shown and hidden by a class (visibility), not `hidden`: taking a box out of main's grid and
+// putting it back each frame would lay the whole conversation out again.
+let jumpScheduled = false;
+const showJump = (show) => { if (jump.classList.contains("shown") !== show) jump.classList.toggle("shown", show); };
+function updateJump() {
+  if (jumpScheduled) return;
+  jumpScheduled = true;
+  requestAnimationFrame(() => { jumpScheduled = false; showJump(!nearBottom()); });
+}
+log.addEventListener("scroll", updateJump, { passive: true });
+jump.addEventListener("click", () => { log.scrollTop = log.scrollHeight; showJump(false); prompt.focus(); });
 
 // ---- the chat list ----------------------------------------------------------------------
 function drawChatList() {
   chatList.replaceChildren();
-  const chats = state.chats.filter((c) => c.messages.length > 0 || c.id === state.currentId);
-  if (chats.length === 0) chatList.append(el("li", { class: "none" }, "No chats yet"));
+  const shown = state.chats.filter((c) => c.messages.length > 0 || c.id === state.currentId);
+  const chats = searchChats(shown, search.value);
+  if (chats.length === 0) chatList.append(el("li", { class: "none" }, search.value.trim() ? "No chat matches" : "No chats yet"));
   for (const chat of chats) {
     const title = chatTitle(chat);
-    const open = el("button", { type: "button", class: "open", title }, title);
+    const open = el("button", { type: "button", class: "open", title, "data-chat": chat.id }, title);
     open.addEventListener("click", () => switchTo(chat.id));
+    const rename = el("button", { type: "button", class: "rename", "aria-label": `Rename chat: ${title}`, title: "Rename chat" }, "✎");
+    rename.addEventListener("click", () => startRename(chat, li));
     const del = el("button", { type: "button", class: "delete", "aria-label": `Delete chat: ${title}`, title: "Delete chat" }, "✕");
     del.addEventListener("click", () => removeChat(chat.id));
-    const li = el("li", { "aria-current": String(chat.id === state.currentId) }, open, del);
+    const li = el("li", { "aria-current": String(chat.id === state.currentId) }, open, rename, del);
     chatList.append(li);
   }
+}
+
+function startRename(chat, li) {
+  const input = el("input", { type: "text", class: "rename-input", value: chatTitle(chat), "aria-label": "Chat name (Enter to save, Escape to cancel)" });
+  let done = false;
+  const finish = (keep) => {
+    if (done) return;
+    done = true;
+    if (keep) { renameChat(chat, input.value); save(); }
+    drawChatList();
+    chatList.querySelector(`[data-chat="${chat.id}"]`)?.focus();
+  };
+  input.addEventListener("keydown", (e) => {
+    if (e.key === "Enter") { e.preventDefault(); finish(true); }
+    else if (e.key === "Escape") { e.preventDefault(); e.stopPropagation(); finish(false); }
+  });
+  input.addEventListener("blur", () => finish(true));
+  li.replaceChildren(input);
+  input.focus();
+  input.select();
 }
 
 function closeMenuOnPhone() {
@@ -84,10 +159,39 @@ function switchTo(id) {
 
 function removeChat(id) {
   if (inFlight?.chatId === id) inFlight.controller.abort();
+  // Focus goes where the deleted chat was: the next chat in the list, else the previous, else New chat.
+  const buttons = [...chatList.querySelectorAll(".open")];
+  const at = buttons.findIndex((b) => b.dataset.chat === id);
+  const nextId = (buttons[at + 1] ?? buttons[at - 1])?.dataset.chat;
+  const index = state.chats.findIndex((c) => c.id === id);
+  const chat = state.chats[index];
   deleteChat(state, id);
   save();
   drawChat();
+  offerUndo(chat, index);
+  (nextId && chatList.querySelector(`[data-chat="${nextId}"]`) || $("clear")).focus();
 }
+
+function offerUndo(chat, index) {
+  if (!chat) return;
+  clearTimeout(undo?.timer);
+  const title = chatTitle(chat);
+  const button = el("button", { type: "button", class: "link" }, "Undo");
+  button.addEventListener("click", () => {
+    restoreChat(state, chat, index);
+    save();
+    hideToast();
+    drawChat();
+    chatList.querySelector(`[data-chat="${chat.id}"]`)?.focus();
+    announce(`Chat restored: ${title}.`);
+  });
+  toast.replaceChildren(el("span", {}, `Deleted “${title}”. `), button);
+  toast.hidden = false;
+  undo = { chat, index, timer: setTimeout(hideToast, 15000) };
+  announce(`Chat deleted: ${title}. Undo is offered below the chat list.`);
+}
+
+function hideToast() { clearTimeout(undo?.timer); undo = null; toast.hidden = true; toast.replaceChildren(); }
 
 function newChat() {
   if (inFlight) inFlight.controller.abort();
@@ -107,7 +211,9 @@ function drawChat() {
   else for (const m of chat.messages) log.append(messageView(chat, m));
   if (chat?.model && [...modelSelect.options].some((o) => o.value === chat.model)) modelSelect.value = chat.model;
   drawChatList();
+  drawImageControls();
   log.scrollTop = log.scrollHeight;
+  updateJump();
 }
 
 function actionButton(label, text, onClick) {
@@ -120,21 +226,56 @@ async function copyText(text, button) {
   try {
     await navigator.clipboard.writeText(text);
     button.textContent = "Copied";
+    announce("Copied to the clipboard.");
   } catch {
     button.textContent = "Copy failed";
+    announce("Copying failed: the browser did not allow it.");
   }
   setTimeout(() => { button.textContent = button.dataset.label ?? "Copy"; }, 1500);
+}
+
+function imagesView(images) {
+  const box = el("div", { class: "images" });
+  for (const image of images) {
+    if (image.url && IMAGE_DATA_URL.test(image.url)) box.append(el("img", { src: image.url, alt: `Attached image: ${image.name}`, class: "thumb" }));
+    else box.append(el("span", { class: "image-missing" }, `[image not kept: ${image.name}]`));
+  }
+  return box;
+}
+
+/** ‹ 2 / 3 › under a message that has versions. */
+function versionsView(chat, m) {
+  const { index, count } = versionOf(m);
+  if (count < 2) return null;
+  const go = (to, which) => () => {
+    if (inFlight) return;
+    const at = chat.messages.indexOf(m);
+    switchVersion(chat, m.id, to);
+    save();
+    drawChat();
+    const again = log.querySelector(`[data-id="${chat.messages[at].id}"] .versions`);
+    (again?.querySelector(`[aria-label="${which}"]:not(:disabled)`) ?? again?.querySelector("button:not(:disabled)"))?.focus();
+  };
+  const prev = el("button", { type: "button", "aria-label": "Previous version", disabled: index === 0 }, "‹");
+  const next = el("button", { type: "button", "aria-label": "Next version", disabled: index === count - 1 }, "›");
+  prev.addEventListener("click", go(index - 1, "Previous version"));
+  next.addEventListener("click", go(index + 1, "Next version"));
+  return el("span", { class: "versions", role: "group", "aria-label": "Versions" }, prev, el("span", {}, `${index + 1} / ${count}`), next);
 }
 
 function messageView(chat, m) {
   if (m.role === "assistant") return assistantView(chat, m);
   const div = el("article", { class: `msg ${m.role}${m.rejected ? " rejected" : ""}`, "data-id": m.id, "aria-label": m.role === "user" ? "You said" : "System" });
+  if (m.images?.length) div.append(imagesView(m.images));
   div.append(el("div", { class: "text" }, m.content));
   if (m.rejected) div.append(el("p", { class: "note" }, "Not sent to the model."));
   if (m.role === "user") {
     const copy = actionButton("Copy message", "Copy", (e) => copyText(m.content, e.currentTarget));
     const edit = actionButton("Edit and resend", "Edit", () => startEdit(m));
-    div.append(el("div", { class: "actions" }, copy, edit));
+    const actions = el("div", { class: "actions" }, copy, edit);
+    const versions = versionsView(chat, m);
+    if (versions) actions.prepend(versions);
+    div.append(actions);
   }
   return div;
 }
@@ -165,10 +306,14 @@ function finishView(chat, div, m) {
     const parts = [];
     if (m.trimmed.dropped) parts.push(`the ${m.trimmed.dropped} oldest messages were left out`);
     if (m.trimmed.shortened) parts.push(`${m.trimmed.shortened} long ${m.trimmed.shortened === 1 ? "message was" : "messages were"} shortened`);
+    if (m.trimmed.imagesDropped) parts.push(`${m.trimmed.imagesDropped} earlier ${m.trimmed.imagesDropped === 1 ? "image was" : "images were"} left out`);
     notes.push(`To fit the service's limits, ${parts.join(" and ")} of what the model read.`);
   }
+  if (m.textOnly) notes.push(`This model reads text only: ${m.textOnly === 1 ? "an image was" : `${m.textOnly} images were`} not sent.`);
+  const last = chat.messages.at(-1) === m;
+  const cutShort = m.outcome === "complete" && m.stopReason === "length" && !m.whileThinking;
   if (m.outcome === "complete" && m.whileThinking) notes.push("The model used up its length limit while still thinking, so there is no answer. Try again, or ask for something shorter.");
-  else if (m.outcome === "complete" && m.stopReason === "length") notes.push("The answer reached its length limit.");
+  else if (cutShort) notes.push(last ? "The answer reached its length limit. Continue asks the model for the rest." : "The answer reached its length limit.");
   if (m.outcome === "aborted") notes.push("Stopped.");
   for (const text of notes) div.append(el("p", { class: "note" }, text));
   if (m.outcome === "failed" || m.outcome === "cut") {
@@ -180,10 +325,16 @@ function finishView(chat, div, m) {
     note.querySelector("button")?.classList.add("retry");
     div.append(note);
   }
+  const usage = m.ms !== undefined ? usageLine(m.usage, m.ms, m.writingMs) : "";
+  if (usage) div.append(el("p", { class: "usage" }, usage));
   if (m.outcome !== "failed" && m.outcome !== "cut") {
     const copy = actionButton("Copy answer", "Copy", (e) => copyText(m.content, e.currentTarget));
     const again = actionButton("Regenerate answer", "Regenerate", () => regenerate(chat, m.id));
-    div.append(el("div", { class: "actions" }, copy, again));
+    const actions = el("div", { class: "actions" }, copy, again);
+    if (cutShort && last) actions.append(actionButton("Continue the answer", "Continue", () => continueAnswer(chat, m)));
+    const versions = versionsView(chat, m);
+    if (versions) actions.prepend(versions);
+    div.append(actions);
   }
 }
 
@@ -192,6 +343,8 @@ function startEdit(m) {
   if (inFlight) return;
   editingId = m.id;
   prompt.value = m.content;
+  pending = (m.images ?? []).filter((i) => i.url);
+  drawAttachments();
   editing.hidden = false;
   prompt.focus();
 }
@@ -201,7 +354,87 @@ function cancelEdit() {
   editingId = null;
   editing.hidden = true;
   prompt.value = "";
+  pending = [];
+  drawAttachments();
 }
+
+// ---- images -------------------------------------------------------------------------------
+const modelName = (id) => String(id).split("/").pop();
+const currentModel = () => modelSelect.value || defaultModel;
+
+/** Why the composer takes no image now, or null when it does. */
+function noImagesBecause() {
+  if (capabilities === null || limits.maxImages === 0) return "This chat service does not take images.";
+  if (!capabilities[currentModel()]?.vision) return `${modelName(currentModel())} reads text only: choose a model that reads images to attach one.`;
+  return null;
+}
+
+function drawImageControls() {
+  const why = noImagesBecause();
+  attach.setAttribute("aria-disabled", String(why !== null));
+  attach.title = why ?? `Attach an image (PNG, JPEG, GIF or WebP${limits.maxImageBytes ? `, up to ${(limits.maxImageBytes / 1048576).toFixed(0)} MB` : ""}); you can also paste or drop one`;
+  attachNote.textContent = why ?? "You can also paste or drop an image into the message box.";
+}
+
+function drawAttachments() {
+  attachments.replaceChildren();
+  attachments.hidden = pending.length === 0;
+  pending.forEach((image, i) => {
+    const remove = el("button", { type: "button", class: "remove", "aria-label": `Remove image: ${image.name}` }, "✕");
+    remove.addEventListener("click", () => {
+      pending.splice(i, 1);
+      drawAttachments();
+      (attachments.querySelector(".remove") ?? prompt).focus();
+    });
+    const img = IMAGE_DATA_URL.test(image.url) ? el("img", { src: image.url, alt: image.name, class: "thumb" }) : el("span", {}, image.name);
+    attachments.append(el("li", {}, img, remove));
+  });
+}
+
+const readAsDataURL = (file) => new Promise((resolve, reject) => {
+  const reader = new FileReader();
+  reader.onload = () => resolve(String(reader.result));
+  reader.onerror = () => reject(reader.error);
+  reader.readAsDataURL(file);
+});
+
+async function addImages(files) {
+  const images = [...files];
+  if (images.length === 0) return;
+  const why = noImagesBecause();
+  if (why) { showComposerError(why); return; }
+  for (const file of images) {
+    if (!IMAGE_TYPES.includes(file.type)) { showComposerError(`“${file.name || "The file"}” is not a PNG, JPEG, GIF or WebP image.`); return; }
+    const url = await readAsDataURL(file);
+    const image = { name: file.name || `pasted ${file.type.slice(6)} image`, type: file.type, bytes: imageBytes(url), url };
+    const problem = checkImages([...pending, image], limits);
+    if (problem) { showComposerError(problem); return; }
+    pending.push(image);
+  }
+  showComposerError("");
+  drawAttachments();
+}
+
+attach.addEventListener("click", () => {
+  const why = noImagesBecause();
+  if (why) showComposerError(why);
+  else fileInput.click();
+});
+fileInput.addEventListener("change", () => { addImages(fileInput.files); fileInput.value = ""; });
+prompt.addEventListener("paste", (event) => {
+  const files = [...(event.clipboardData?.files ?? [])].filter((f) => f.type.startsWith("image/"));
+  if (files.length === 0) return;
+  event.preventDefault();
+  addImages(files);
+});
+form.addEventListener("dragover", (event) => { if (event.dataTransfer?.types.includes("Files")) { event.preventDefault(); form.classList.add("dropping"); } });
+form.addEventListener("dragleave", () => form.classList.remove("dropping"));
+form.addEventListener("drop", (event) => {
+  form.classList.remove("dropping");
+  if (!event.dataTransfer?.files.length) return;
+  event.preventDefault();
+  addImages(event.dataTransfer.files);
+});
 
 // ---- sending ------------------------------------------------------------------------------
 function setBusy(busy) {
@@ -219,31 +452,56 @@ function showComposerError(text) {
 
 function regenerate(chat, id) {
   if (inFlight) return;
-  regenerateFrom(chat, id);
+  const versions = regenerateFrom(chat, id);
   save();
   drawChat();
-  ask(chat);
+  ask(chat, { versions });
 }
 
-async function ask(chat) {
-  const body = {};
-  if (modelSelect.value) body.model = modelSelect.value;
-  chat.model = modelSelect.value;
-  const fit = fitConversation(sendableMessages(chat), limits, { extra: body, budgetBytes: chat.budgetBytes ?? Infinity });
-  const answer = { id: newId(), role: "assistant", content: "", outcome: null };
-  if (fit.dropped || fit.shortened) answer.trimmed = { dropped: fit.dropped, shortened: fit.shortened };
-  chat.messages.push(answer);
-  const wasNearBottom = nearBottom();
-  $("empty")?.remove();
+function continueAnswer(chat, answer) {
+  if (inFlight) return;
+  ask(chat, { continuing: answer });
+}
+
+function streamingView(answer) {
   const div = el("article", { class: "msg assistant streaming", "data-id": answer.id, "aria-label": "Answer" });
   const textBox = el("div", { class: "text markdown" });
   div.append(textBox);
-  log.append(div);
+  return { div, textBox };
+}
+
+async function ask(chat, { versions = {}, continuing = null } = {}) {
+  const body = {};
+  if (modelSelect.value) body.model = modelSelect.value;
+  Object.assign(body, settingsBody(chat, limits));
+  chat.model = modelSelect.value;
+  const vision = capabilities?.[currentModel()]?.vision === true;
+  const messages = sendableMessages(chat, { images: vision, reasoning: capabilities !== null });
+  if (continuing) messages.push({ role: "user", content: CONTINUE_PROMPT });
+  const fit = fitConversation(messages, limits, { extra: body, budgetBytes: chat.budgetBytes ?? Infinity });
+  const wasNearBottom = nearBottom();
+  let answer;
+  if (continuing) {
+    answer = continuing;
+    Object.assign(answer, { outcome: null });
+    delete answer.stopReason;
+  } else {
+    answer = { id: newId(), role: "assistant", content: "", outcome: null, ...versions };
+    chat.messages.push(answer);
+  }
+  delete answer.trimmed;
+  if (fit.dropped || fit.shortened || fit.imagesDropped) answer.trimmed = { dropped: fit.dropped, shortened: fit.shortened, imagesDropped: fit.imagesDropped };
+  const unsentImages = vision ? 0 : chat.messages.reduce((n, m) => n + (m.role === "user" && !m.rejected ? m.images?.length ?? 0 : 0), 0);
+  if (unsentImages) answer.textOnly = unsentImages; else delete answer.textOnly;
+  $("empty")?.remove();
+  const { div, textBox } = streamingView(answer);
+  const old = continuing ? log.querySelector(`[data-id="${answer.id}"]`) : null;
+  if (old) old.replaceWith(div); else log.append(div);
   keepInView(wasNearBottom);
 
   if (!fit.fits) {
     const question = chat.messages.findLast((m) => m.role === "user");
-    if (question) question.rejected = true;
+    if (question && !continuing) question.rejected = true;
     Object.assign(answer, { outcome: "failed", error: { code: fit.reason, status: 0, retryAfter: null, message: "" } });
     endAnswer(chat, div, answer);
     return;
@@ -252,14 +510,27 @@ async function ask(chat) {
   const controller = new AbortController();
   inFlight = { controller, chatId: chat.id };
   setBusy(true);
-  const md = new StreamingMarkdown(textBox);
-  let thinking = null, thinkingStarted = 0, thinkingEnded = 0;
+  const before = continuing ? answer.content : "";
+  const md = new StreamingMarkdown(textBox, before);
+  if (continuing && answer.thinking) div.prepend(thinkingView(answer));
+  let thinking = null, thinkingStarted = 0, thinkingEnded = 0, firstAt = 0;
+  const started = performance.now();
+  // Once per frame, after the text is drawn: follow the answer if the reader was at the bottom
+  // when the frame's first token came and has not scrolled up since (that would be undone).
+  let following = null;
+  const follow = () => {
+    if (following) return;
+    following = { stick: nearBottom(), at: log.scrollTop };
+    requestAnimationFrame(() => { keepInView(following.stick && log.scrollTop >= following.at); following = null; updateJump(); });
+  };
   const result = await streamChat({ messages: fit.messages, ...body }, {
     signal: controller.signal,
     onThinking: (text) => {
+      if (!firstAt) firstAt = performance.now();
       if (!thinking) {
         thinkingStarted = performance.now();
         const view = thinkingView({});
+        view.open = true;            // the reasoning is visible while it streams
         div.prepend(view);
         thinking = view.querySelector(".thinking-text").appendChild(document.createTextNode(""));
       }
@@ -269,72 +540,95 @@ async function ask(chat) {
       keepInView(stick);
     },
     onText: (text) => {
-      const stick = nearBottom();
-      const at = log.scrollTop;
+      if (!firstAt) firstAt = performance.now();
+      if (thinking && !md.text.length) div.querySelector(".thinking").open = false;
       md.append(text);
-      // In the frame, follow only if the reader has not scrolled up since (a scroll between
-      // this token and the frame would otherwise be undone).
-      if (stick) requestAnimationFrame(() => keepInView(log.scrollTop >= at));
+      follow();
     },
   });
   md.finish();
+  const ended = performance.now();
   inFlight = null;
   setBusy(false);
   Object.assign(answer, {
-    content: result.text, outcome: result.outcome, stopReason: result.stopReason, whileThinking: result.whileThinking,
+    content: before + result.text, outcome: result.outcome, stopReason: result.stopReason, whileThinking: result.whileThinking,
   });
-  if (result.thinking) Object.assign(answer, { thinking: result.thinking, thinkingMs: Math.round(thinkingEnded - thinkingStarted) });
+  const usage = result.usage && continuing?.usage ? { ...result.usage, completion_tokens: (result.usage.completion_tokens ?? 0) + (continuing.usage.completion_tokens ?? 0) } : result.usage;
+  Object.assign(answer, { usage: usage ?? null, ms: Math.round(ended - started) + (continuing?.ms ?? 0), writingMs: Math.round(firstAt ? ended - firstAt : 0) + (continuing?.writingMs ?? 0) });
+  if (result.thinking) Object.assign(answer, { thinking: (continuing?.thinking ?? "") + result.thinking, thinkingMs: Math.round(thinkingEnded - thinkingStarted) });
   if (result.error) {
     const { code, message, status, retryAfter } = result.error;
     answer.error = { code, message, status, retryAfter };
     const said = describeError(answer.error, limits);
     const question = chat.messages.findLast((m) => m.role === "user");
-    if (said.rejected && question) {
+    if (said.rejected && question && !continuing) {
       question.rejected = true;
       log.querySelector(`[data-id="${question.id}"]`)?.replaceWith(messageView(chat, question));
     }
     if (said.shrink) chat.budgetBytes = Math.floor(new TextEncoder().encode(JSON.stringify({ messages: fit.messages, ...body })).length * 0.6);
-  }
+  } else delete answer.error;
   endAnswer(chat, div, answer);
 }
 
-function endAnswer(chat, div, answer) {
+const nextTask = () => new Promise((resolve) => setTimeout(resolve, 0));
+
+/** The end of an answer, in a few tasks: after a long answer each costs a layout of all of it. */
+async function endAnswer(chat, div, answer) {
   const stick = nearBottom();
   const summary = div.querySelector(".thinking summary");
   if (summary) summary.textContent = thoughtFor(answer.thinkingMs);
+  const details = div.querySelector(".thinking");
+  if (details) details.open = false;
   finishView(chat, div, answer);
   touchChat(state, chat);
+  keepInView(stick);
+  prompt.focus();
+  await nextTask();
   save();
   drawChatList();
-  keepInView(stick);
+  updateJump();
+  await nextTask();
   const said = answer.outcome === "failed" || answer.outcome === "cut" ? describeError(answer.error, limits).text
     : answer.whileThinking ? "The model ran out of length while thinking; no answer."
-    : answer.outcome === "aborted" ? "Stopped." : `Answer: ${answer.content}`;
+    : answer.outcome === "aborted" ? "Stopped." : `Answer: ${plainText(div.querySelector(".text"))}`;
   announce(said);
-  prompt.focus();
 }
 
 form.addEventListener("submit", (event) => {
   event.preventDefault();
   const content = prompt.value;
-  if (!content.trim() || inFlight) return;
+  if ((!content.trim() && pending.length === 0) || inFlight) return;
   const chars = countChars(content);
   if (chars > limits.maxMessageChars) {
     showComposerError(`This message is ${chars.toLocaleString("en-US")} characters; the service takes at most ${limits.maxMessageChars.toLocaleString("en-US")}. Shorten it to send it.`);
     return;
   }
+  if (pending.length) {
+    const problem = noImagesBecause() ?? checkImages(pending, limits);
+    if (problem) { showComposerError(`${problem} Or remove the images to send the text alone.`); return; }
+    const bytes = pending.reduce((n, i) => n + i.url.length, 0);
+    if (bytes > limits.maxBodyBytes) {
+      showComposerError(`These images take ${(bytes / 1048576).toFixed(1)} MB to send; the service takes at most ${(limits.maxBodyBytes / 1048576).toFixed(1)} MB per message. Remove some.`);
+      return;
+    }
+  }
   showComposerError("");
+  const images = pending.map((i) => ({ ...i }));
   let chat = currentChat(state) ?? startChat(state);
   if (editingId !== null) {
-    editMessage(chat, editingId, content);
+    editMessage(chat, editingId, content, images);
     editingId = null;
     editing.hidden = true;
     drawChat();
   } else {
-    chat.messages.push({ id: newId(), role: "user", content });
+    const message = { id: newId(), role: "user", content };
+    if (images.length) message.images = images;
+    chat.messages.push(message);
     $("empty")?.remove();
-    log.append(messageView(chat, chat.messages.at(-1)));
+    log.append(messageView(chat, message));
   }
+  pending = [];
+  drawAttachments();
   touchChat(state, chat);
   save();
   drawChatList();
@@ -351,16 +645,69 @@ prompt.addEventListener("keydown", (event) => {
 });
 
 document.addEventListener("keydown", (event) => {
-  if (event.key !== "Escape") return;
+  if (event.key !== "Escape" || settings.open) return;
   if (inFlight) { event.preventDefault(); inFlight.controller.abort(); }
   else if (editingId !== null) cancelEdit();
 });
 
+// ---- settings, per chat ------------------------------------------------------------------
+const system = $("system"), temperature = $("temperature"), maxTokens = $("max-tokens");
+function openSettings() {
+  const chat = currentChat(state) ?? startChat(state);
+  const s = chat.settings ?? {};
+  system.value = s.system ?? "";
+  temperature.value = s.temperature ?? "";
+  maxTokens.value = s.maxTokens ?? "";
+  if (limits.maxTokensLimit) maxTokens.max = String(limits.maxTokensLimit); else maxTokens.removeAttribute("max");
+  $("max-tokens-hint").textContent = limits.maxTokensLimit
+    ? `Up to ${limits.maxTokensLimit.toLocaleString("en-US")}; empty: the service's default${limits.defaultMaxTokens ? ` (${limits.defaultMaxTokens.toLocaleString("en-US")})` : ""}.`
+    : "Empty: the service's default.";
+  $("settings-error").hidden = true;
+  settings.showModal();
+}
+
+$("settings-form").addEventListener("submit", (event) => {
+  if (event.submitter?.value !== "save") return;
+  const t = temperature.value === "" ? null : Number(temperature.value);
+  const m = maxTokens.value === "" ? null : Number(maxTokens.value);
+  const error = t !== null && !(t >= 0 && t <= 5) ? "Temperature goes from 0 to 5."
+    : m !== null && !(Number.isInteger(m) && m >= 1 && (!limits.maxTokensLimit || m <= limits.maxTokensLimit))
+      ? `Max tokens is a whole number from 1${limits.maxTokensLimit ? ` to ${limits.maxTokensLimit.toLocaleString("en-US")}` : ""}.` : "";
+  if (error) {
+    event.preventDefault();
+    $("settings-error").textContent = error;
+    $("settings-error").hidden = false;
+    return;
+  }
+  const chat = currentChat(state) ?? startChat(state);
+  chat.settings = { system: system.value, temperature: t, maxTokens: m };
+  save();
+  drawChatList();
+});
+settings.addEventListener("close", () => $("settings-open").focus());
+
+function download(name, type, text) {
+  const a = el("a", { href: URL.createObjectURL(new Blob([text], { type })), download: name });
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(a.href), 10000);
+}
+const fileName = (chat, ext) => `${chatTitle(chat).replace(/[^\p{L}\p{N}]+/gu, "-").replace(/^-|-$/g, "").slice(0, 60) || "chat"}.${ext}`;
+$("export-md").addEventListener("click", () => { const c = currentChat(state); if (c) { download(fileName(c, "md"), "text/markdown", chatToMarkdown(c)); announce("Chat exported as Markdown."); } });
+$("export-json").addEventListener("click", () => { const c = currentChat(state); if (c) { download(fileName(c, "json"), "application/json", chatToJSON(c)); announce("Chat exported as JSON."); } });
+
 stop.addEventListener("click", () => inFlight?.controller.abort());
 $("clear").addEventListener("click", newChat);
+$("settings-open").addEventListener("click", openSettings);
 $("cancel-edit").addEventListener("click", () => { cancelEdit(); prompt.focus(); });
 menu.addEventListener("click", () => setMenu(menu.getAttribute("aria-expanded") !== "true"));
-modelSelect.addEventListener("change", () => { const chat = currentChat(state); if (chat) { chat.model = modelSelect.value; save(); } });
+search.addEventListener("input", drawChatList);
+modelSelect.addEventListener("change", () => {
+  const chat = currentChat(state);
+  if (chat) { chat.model = modelSelect.value; save(); }
+  drawImageControls();
+});
 
 // Copy buttons on code blocks: one listener for every answer, drawn now or later.
 log.addEventListener("click", (event) => {
@@ -389,16 +736,25 @@ async function loadModels() {
     const json = await response.json();
     limits = limitsFrom(json);
     reasoning = reasoningFrom(json);
+    capabilities = capabilitiesFrom(json);
     const { models, default: fallback } = json;
     if (!Array.isArray(models)) return;
+    defaultModel = typeof fallback === "string" ? fallback : "";
     modelSelect.replaceChildren(...models.map((id) => {
-      const name = String(id).split("/").pop();
-      return el("option", { value: id, title: id, selected: id === fallback }, reasoning.includes(id) ? `${name} (thinks)` : name);
+      const tags = [reasoning.includes(id) && "thinks", capabilities?.[id]?.vision && "images"].filter(Boolean);
+      return el("option", { value: id, title: id, selected: id === fallback }, tags.length ? `${modelName(id)} (${tags.join(", ")})` : modelName(id));
     }));
     const chat = currentChat(state);
     if (chat?.model && models.includes(chat.model)) modelSelect.value = chat.model;
-  } catch { /* the default model and limits still work */ }
+  } catch { /* the default model and limits still work */ } finally {
+    drawImageControls();
+  }
 }
+
+// The renderer's first run compiles marked's and DOMPurify's code and expressions: done while
+// the page is idle, not in the first frames of the first answer.
+const WARM = "# a\n\n*b* **c** `d` [e](https://example.com) ~~f~~\n\n- g\n1. h\n\n> i\n\n| j | k |\n|:-|-:|\n| l | m |\n\n```js\nconst n = 1;\n```\n";
+(self.requestIdleCallback ?? setTimeout)(() => renderMarkdown(WARM));
 
 setMenu(!matchMedia("(max-width: 760px)").matches);
 if (!currentChat(state)) startChat(state);

@@ -1,10 +1,18 @@
 // Types for chat-client.js (plain JS, no build step). Checked by `tsc --strict` in
 // tests/js/types.test.mjs, which also compiles the README's own example.
 
+/** A part of a user message: text, or an image as a data: URL (png, jpeg, gif or webp). */
+export type ContentPart =
+  | { type: "text"; text: string }
+  | { type: "image_url"; image_url: { url: string } };
+
 /** One turn of the conversation, as POST /api/v1/chat takes it. */
 export interface ChatMessage {
   role: "system" | "user" | "assistant";
-  content: string;
+  /** Text, or (a user message, for a model whose capabilities say vision) text and image parts. */
+  content: string | ContentPart[];
+  /** An assistant message's thinking, sent back to reasoning models. */
+  reasoning?: string;
 }
 
 /** The request body. Only `messages` is required; the API refuses any other field. */
@@ -17,6 +25,8 @@ export interface ChatRequest {
   temperature?: number;
   /** For reasoning models: how hard to think. */
   reasoning_effort?: "low" | "medium" | "high" | null;
+  /** Where the answer stops: a string or up to 16 strings. */
+  stop?: string | string[];
 }
 
 /** Token counts, as the model reported them. */

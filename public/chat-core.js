@@ -2,11 +2,17 @@
 // the service's limits, trimming a conversation to fit them, an error code in plain words,
 // and the saved chats. app.js does the drawing; this module decides.
 
-export const DEFAULT_LIMITS = Object.freeze({ maxMessages: 50, maxBodyBytes: 65536, maxMessageChars: 8000 });
+export const DEFAULT_LIMITS = Object.freeze({
+  maxMessages: 50, maxBodyBytes: 65536, maxMessageChars: 8000, maxImages: 0, maxImageBytes: 0, maxTokensLimit: null, defaultMaxTokens: null,
+});
 
 const positiveInt = (value, fallback) => (Number.isInteger(value) && value > 0 ? value : fallback);
+const countInt = (value, fallback) => (Number.isInteger(value) && value >= 0 ? value : fallback);
 
-/** The limits GET /api/v1/models announces; the service's defaults for anything absent or odd. */
+/**
+ * The limits GET /api/v1/models announces; the service's defaults for anything absent or odd.
+ * An older service names no image limits (no images then) and no max_tokens bounds (null).
+ */
 export function limitsFrom(models) {
   const limits = models && typeof models === "object" ? models.limits : undefined;
   const get = (key) => (limits && typeof limits === "object" ? limits[key] : undefined);
@@ -14,7 +20,27 @@ export function limitsFrom(models) {
     maxMessages: positiveInt(get("max_messages"), DEFAULT_LIMITS.maxMessages),
     maxBodyBytes: positiveInt(get("max_body_bytes"), DEFAULT_LIMITS.maxBodyBytes),
     maxMessageChars: positiveInt(get("max_message_chars"), DEFAULT_LIMITS.maxMessageChars),
+    maxImages: countInt(get("max_images"), DEFAULT_LIMITS.maxImages),
+    maxImageBytes: countInt(get("max_image_bytes"), DEFAULT_LIMITS.maxImageBytes),
+    maxTokensLimit: positiveInt(get("max_tokens_limit"), DEFAULT_LIMITS.maxTokensLimit),
+    defaultMaxTokens: positiveInt(get("default_max_tokens"), DEFAULT_LIMITS.defaultMaxTokens),
   };
+}
+
+/**
+ * Each model's capabilities from GET /api/v1/models, { id: { contextWindow, vision, tools,
+ * reasoning } }, or null from a service that does not announce them: such a service takes
+ * neither images nor an answer's reasoning sent back, so the page sends neither.
+ */
+export function capabilitiesFrom(models) {
+  const caps = models && typeof models === "object" ? models.capabilities : undefined;
+  if (!caps || typeof caps !== "object" || Array.isArray(caps)) return null;
+  const out = {};
+  for (const [id, c] of Object.entries(caps)) {
+    if (!c || typeof c !== "object") continue;
+    out[id] = { contextWindow: positiveInt(c.context_window, null), vision: c.vision === true, tools: c.tools === true, reasoning: c.reasoning === true };
+  }
+  return out;
 }
 
 /** The model ids that reason first, from GET /api/v1/models (`reasoning`), else none. */
@@ -51,6 +77,69 @@ function firstChars(text, limit) {
   return text.slice(0, i);
 }
 
+// ---- Images ---------------------------------------------------------------------------------
+// A user message may carry images: [{ name, type, bytes, url }], `url` a data: URL. Only these
+// four types, base64, are ever drawn or sent: the one shape of URL an <img> may get from here.
+export const IMAGE_DATA_URL = /^data:image\/(png|jpeg|gif|webp);base64,([A-Za-z0-9+/]*={0,2})$/;
+export const IMAGE_TYPES = Object.freeze(["image/png", "image/jpeg", "image/gif", "image/webp"]);
+
+/** The decoded size of a data: URL of an image, or -1 when it is not one the page takes. */
+export function imageBytes(url) {
+  const m = typeof url === "string" ? IMAGE_DATA_URL.exec(url) : null;
+  if (!m) return -1;
+  const b64 = m[2];
+  const pad = b64.endsWith("==") ? 2 : b64.endsWith("=") ? 1 : 0;
+  return Math.floor((b64.length * 3) / 4) - pad;
+}
+
+const megabytes = (n) => `${(n / 1048576).toLocaleString("en-US", { maximumFractionDigits: n < 10485760 ? 1 : 0 })} MB`;
+
+/**
+ * Why these images cannot go with one message, in words, or null when they can: the type,
+ * each image's decoded size against max_image_bytes, their number against max_images.
+ */
+export function checkImages(images, limits) {
+  for (const image of images) {
+    const size = imageBytes(image.url);
+    if (size < 0) return `“${image.name}” is not a PNG, JPEG, GIF or WebP image.`;
+    if (limits.maxImageBytes > 0 && size > limits.maxImageBytes) {
+      return `“${image.name}” is ${megabytes(size)}; the service takes images up to ${megabytes(limits.maxImageBytes)}. Use a smaller image.`;
+    }
+  }
+  if (images.length > limits.maxImages) {
+    return limits.maxImages === 0 ? "The service takes no images."
+      : `A message can carry at most ${limits.maxImages} ${limits.maxImages === 1 ? "image" : "images"}; this one has ${images.length}. Remove some.`;
+  }
+  return null;
+}
+
+/** The text of a message as sent: its string content, or its text parts joined. */
+export function textOf(message) {
+  if (typeof message.content === "string") return message.content;
+  return message.content.filter((p) => p.type === "text").map((p) => p.text).join("");
+}
+
+const imagePartsOf = (message) => (typeof message.content === "string" ? [] : message.content.filter((p) => p.type === "image_url"));
+
+/** The message without its first image; back to a plain string when no image is left. */
+function withoutFirstImage(message) {
+  const parts = message.content.slice();
+  parts.splice(parts.findIndex((p) => p.type === "image_url"), 1);
+  return parts.some((p) => p.type === "image_url") ? { ...message, content: parts } : { ...message, content: textOf(message) };
+}
+
+function shortened(message, limit) {
+  if (typeof message.content === "string") return { ...message, content: firstChars(message.content, limit) };
+  let left = limit;
+  const content = message.content.map((p) => {
+    if (p.type !== "text") return p;
+    const text = firstChars(p.text, left);
+    left -= countChars(text);
+    return { ...p, text };
+  });
+  return { ...message, content };
+}
+
 /**
  * The conversation to send so that the request fits the service's limits.
  *
@@ -58,22 +147,27 @@ function firstChars(text, limit) {
  * always kept and the last message (the one being answered) is never dropped or cut; the
  * oldest turns go first, a whole turn at a time so what is sent never opens with an answer.
  * An earlier message over the character limit (a long answer) is cut to the limit.
+ * Images are counted against max_images and weigh what their data: URLs weigh: older
+ * messages lose their images (oldest first, the text stays) before any turn is dropped.
  * `budgetBytes` lowers the byte limit (after the model said the conversation was too long).
  *
- * Returns { messages, dropped, shortened, fits, reason }: `fits` false with `reason`
- * "message_too_long" or "body_too_large" when even the last message alone cannot be sent.
+ * Returns { messages, dropped, shortened, imagesDropped, fits, reason }: `fits` false with
+ * `reason` "message_too_long", "too_many_images" or "body_too_large" when even the last
+ * message alone cannot be sent.
  */
 export function fitConversation(messages, limits, { extra = {}, budgetBytes = Infinity } = {}) {
   const { maxMessages, maxBodyBytes, maxMessageChars } = limits;
-  const out = { messages: [], dropped: 0, shortened: 0, fits: true, reason: null };
+  const maxImages = limits.maxImages ?? 0;
+  const out = { messages: [], dropped: 0, shortened: 0, imagesDropped: 0, fits: true, reason: null };
   if (messages.length === 0) return out;
   const last = messages[messages.length - 1];
-  if (countChars(last.content) > maxMessageChars) return { ...out, messages: messages.slice(), fits: false, reason: "message_too_long" };
+  if (countChars(textOf(last)) > maxMessageChars) return { ...out, messages: messages.slice(), fits: false, reason: "message_too_long" };
+  if (imagePartsOf(last).length > maxImages) return { ...out, messages: messages.slice(), fits: false, reason: "too_many_images" };
 
   const kept = messages.map((m, i) => {
-    if (i === messages.length - 1 || countChars(m.content) <= maxMessageChars) return { role: m.role, content: m.content };
+    if (i === messages.length - 1 || countChars(textOf(m)) <= maxMessageChars) return m;
     out.shortened++;
-    return { role: m.role, content: firstChars(m.content, maxMessageChars) };
+    return shortened(m, maxMessageChars);
   });
   // Byte size without re-serialising per drop: '{"messages":[' + m1 + "," + m2 + ... + "]" + rest.
   const sizes = kept.map((m) => utf8Bytes(JSON.stringify(m)));
@@ -81,12 +175,26 @@ export function fitConversation(messages, limits, { extra = {}, budgetBytes = In
   const budget = Math.min(maxBodyBytes, budgetBytes);
   const alive = kept.map(() => true);
   let count = kept.length;
+  let images = kept.reduce((n, m) => n + imagePartsOf(m).length, 0);
   let bytes = base + sizes.reduce((a, b) => a + b, 0) + Math.max(0, count - 1);
-  const fits = () => count <= maxMessages && bytes <= budget;
-  const drop = (i) => { alive[i] = false; count--; bytes -= sizes[i] + (count > 0 ? 1 : 0); out.dropped++; };
-
-  let cursor = 0;
+  const fits = () => count <= maxMessages && bytes <= budget && images <= maxImages;
+  const drop = (i) => {
+    alive[i] = false; count--; bytes -= sizes[i] + (count > 0 ? 1 : 0); out.dropped++;
+    images -= imagePartsOf(kept[i]).length;
+  };
   const lastIndex = kept.length - 1;
+
+  for (let i = 0; i < lastIndex && (images > maxImages || bytes > budget); i++) {
+    while (imagePartsOf(kept[i]).length > 0 && (images > maxImages || bytes > budget)) {
+      kept[i] = withoutFirstImage(kept[i]);
+      const size = utf8Bytes(JSON.stringify(kept[i]));
+      bytes += size - sizes[i];
+      sizes[i] = size;
+      images--;
+      out.imagesDropped++;
+    }
+  }
+  let cursor = 0;
   while (!fits()) {
     while (cursor < lastIndex && (!alive[cursor] || kept[cursor].role === "system")) cursor++;
     if (cursor >= lastIndex) break;              // only system messages and the last one are left
@@ -108,6 +216,7 @@ export const ERRORS = Object.freeze({
   invalid_field: { text: "The service would not take this message as it is. Edit it and send it again.", rejected: true },
   unknown_field: { text: "This page is out of date with the service. Reload the page and try again.", rejected: true },
   unknown_model: { text: "That model is not offered any more. Choose another model and try again.", rejected: true },
+  too_many_images: { text: "This message has more images than the service takes. Remove some and send it again.", rejected: true },
   too_many_messages: { text: "The conversation has more messages than the service takes. The oldest ones will be left out when you try again.", retry: true, shrink: true },
   message_too_long: { text: "Your message is longer than the service takes ({maxMessageChars} characters). Shorten it and send it again.", rejected: true },
   origin_not_allowed: { text: "The service does not accept messages from this page's address." },
@@ -166,7 +275,9 @@ export function thoughtFor(ms) {
 // One localStorage key holds every chat: { version, currentId, chats: [{ id, title,
 // createdAt, updatedAt, model, budgetBytes, messages: [...] }] }, newest first. A message is
 // { id, role, content } plus, for answers, outcome / thinking / thinkingMs / stopReason /
-// whileThinking / error, and for a refused user message, rejected: true.
+// whileThinking / error / usage / ms, a user message's images ([{ name, type, bytes, url }]),
+// rejected: true for a refused user message, and versions (alts, altIndex). A chat may have
+// settings: { system, temperature, maxTokens }.
 
 export const STORAGE_KEY = "ai-chat:v1";
 
@@ -181,8 +292,20 @@ export function newId(now = Date.now()) {
   return now.toString(36) + counter.toString(36).padStart(2, "0") + Math.random().toString(36).slice(2, 8);
 }
 
+const isImage = (i) => i && typeof i === "object" && typeof i.name === "string" && (i.url === undefined || imageBytes(i.url) >= 0);
 const isMessage = (m) => m && typeof m === "object" && typeof m.id === "string"
   && ["system", "user", "assistant"].includes(m.role) && typeof m.content === "string";
+
+/** A saved message as the page may use it: images only of the allowed shape, versions checked alike. */
+function cleanMessage(m) {
+  const out = { ...m };
+  if (out.images !== undefined) out.images = Array.isArray(out.images) ? out.images.filter(isImage) : [];
+  if (out.alts !== undefined) {
+    out.alts = Array.isArray(out.alts) ? out.alts.filter((t) => Array.isArray(t) && t.length > 0 && t.every(isMessage)).map((t) => t.map(cleanMessage)) : [];
+    if (!(Number.isInteger(out.altIndex) && out.altIndex >= 0 && out.altIndex <= out.alts.length)) out.altIndex = out.alts.length;
+  }
+  return out;
+}
 const isChat = (c) => c && typeof c === "object" && typeof c.id === "string" && Array.isArray(c.messages);
 
 /** The saved state, or a fresh one if nothing is saved or what is saved is unreadable. */
@@ -193,28 +316,41 @@ export function loadState(storage) {
   let parsed;
   try { parsed = JSON.parse(raw); } catch { return emptyState(); }
   if (!parsed || parsed.version !== 1 || !Array.isArray(parsed.chats)) return emptyState();
-  const chats = parsed.chats.filter(isChat).map((c) => ({ ...c, messages: c.messages.filter(isMessage) }));
+  const chats = parsed.chats.filter(isChat).map((c) => ({ ...c, messages: c.messages.filter(isMessage).map(cleanMessage) }));
   const currentId = chats.some((c) => c.id === parsed.currentId) ? parsed.currentId : (chats[0]?.id ?? null);
   return { version: 1, currentId, chats };
 }
 
+// Images are what fills the browser's storage (about 5 MB for a site): when they do not fit,
+// they are saved by name only and stay in memory for this visit.
+const withoutImageData = (key, value) => (key === "images" && Array.isArray(value)
+  ? value.map(({ url, ...rest }) => ({ ...rest, ...(url === undefined ? {} : { unsaved: true }) })) : value);
+const countImageData = (state) => {
+  let n = 0;
+  const visit = (messages) => { for (const m of messages) { n += m.images?.filter((i) => i.url).length ?? 0; for (const t of m.alts ?? []) visit(t); } };
+  for (const c of state.chats) visit(c.messages);
+  return n;
+};
+
 /**
- * Saves the state. When the browser's storage is full, the oldest chats other than the
- * current one are let go until it fits. Returns how many were let go (0 normally), or -1
- * when even the current chat alone does not fit (it stays in memory for this visit).
+ * Saves the state. When the browser's storage is full, images are saved by name only (kept in
+ * memory for this visit); then the oldest chats other than the current one are let go until it
+ * fits. Returns { dropped, imagesUnsaved }: how many chats were let go (-1 when even the current
+ * chat alone does not fit; it stays in memory for this visit), how many images were not saved.
  */
 export function saveState(storage, state) {
+  const attempt = (replacer) => {
+    try { storage.setItem(STORAGE_KEY, JSON.stringify(state, replacer)); return true; } catch { return false; }
+  };
+  if (attempt()) return { dropped: 0, imagesUnsaved: 0 };
+  const imagesUnsaved = countImageData(state);
   let dropped = 0;
   for (;;) {
-    try {
-      storage.setItem(STORAGE_KEY, JSON.stringify(state));
-      return dropped;
-    } catch {
-      const victim = [...state.chats].reverse().find((c) => c.id !== state.currentId);
-      if (!victim) return -1;
-      state.chats = state.chats.filter((c) => c !== victim);
-      dropped++;
-    }
+    if (attempt(imagesUnsaved ? withoutImageData : undefined)) return { dropped, imagesUnsaved };
+    const victim = [...state.chats].reverse().find((c) => c.id !== state.currentId);
+    if (!victim) return { dropped: -1, imagesUnsaved };
+    state.chats = state.chats.filter((c) => c !== victim);
+    dropped++;
   }
 }
 
@@ -257,32 +393,149 @@ export function touchChat(state, chat, now = Date.now()) {
 }
 
 /**
- * What of a chat is sent as context: every system and user message except refused ones,
- * and the answers that arrived (complete, or stopped by the user with some text). Failed and
- * cut answers stay on screen only.
+ * What of a chat is sent as context: its system prompt (settings), every system and user
+ * message except refused ones, and the answers that arrived (complete, or stopped by the user
+ * with some text). Failed and cut answers stay on screen only.
+ *
+ * `images`: user messages carry their images as image_url parts (a model that takes them);
+ * else text only. `reasoning`: an answer's thinking goes back as `reasoning` (a service that
+ * announces capabilities takes it; an older one would refuse the field).
  */
-export function sendableMessages(chat) {
-  return chat.messages.filter((m) => {
+export function sendableMessages(chat, { images = false, reasoning = false } = {}) {
+  const system = chat.settings?.system?.trim() ? [{ role: "system", content: chat.settings.system }] : [];
+  return system.concat(chat.messages.filter((m) => {
     if (m.role === "assistant") return m.outcome === "complete" || (m.outcome === "aborted" && m.content !== "");
     return !m.rejected;
-  }).map((m) => ({ role: m.role, content: m.content }));
+  }).map((m) => {
+    const sent = images && m.role === "user" ? m.images?.filter((i) => imageBytes(i.url) >= 0) ?? [] : [];
+    if (sent.length > 0) {
+      const parts = m.content ? [{ type: "text", text: m.content }] : [];
+      return { role: m.role, content: parts.concat(sent.map((i) => ({ type: "image_url", image_url: { url: i.url } }))) };
+    }
+    if (reasoning && m.role === "assistant" && m.thinking) return { role: m.role, content: m.content, reasoning: m.thinking };
+    return { role: m.role, content: m.content };
+  }));
 }
 
-/** Edit-and-resend: the user message gets new text and everything after it goes. */
-export function editMessage(chat, id, content) {
-  const at = chat.messages.findIndex((m) => m.id === id && m.role === "user");
+/** What the model is asked after an answer that reached its length limit. */
+export const CONTINUE_PROMPT = "Continue exactly where your last answer stopped, without repeating anything.";
+
+/** The body fields a chat's settings add: { temperature, max_tokens } when set and in range. */
+export function settingsBody(chat, limits) {
+  const body = {};
+  const t = chat.settings?.temperature;
+  if (typeof t === "number" && t >= 0 && t <= 5) body.temperature = t;
+  const max = chat.settings?.maxTokens;
+  if (Number.isInteger(max) && max > 0) body.max_tokens = limits.maxTokensLimit ? Math.min(max, limits.maxTokensLimit) : max;
+  return body;
+}
+
+// ---- Versions ------------------------------------------------------------------------------
+// Regenerating an answer or editing a message keeps what was there: the message at that
+// place holds the other versions of the conversation from there on (`alts`: tails of
+// messages, their own first message without `alts`) and where the current one sits among them
+// all (`altIndex`). Switching swaps the tails; a tail's later messages keep their own versions.
+
+function allVersions(chat, at) {
+  const head = chat.messages[at];
+  const { alts = [], altIndex = alts.length, ...bare } = head;
+  const all = alts.slice();
+  all.splice(altIndex, 0, [bare, ...chat.messages.slice(at + 1)]);
+  return all;
+}
+
+/** { index, count } of the message's versions (count 1 when it has none). */
+export function versionOf(message) {
+  const count = (message.alts?.length ?? 0) + 1;
+  return { index: message.altIndex ?? count - 1, count };
+}
+
+/** Shows version `index` of the conversation from message `id` on. */
+export function switchVersion(chat, id, index) {
+  const at = chat.messages.findIndex((m) => m.id === id);
   if (at < 0) return false;
-  chat.messages = chat.messages.slice(0, at + 1);
-  chat.messages[at] = { id: chat.messages[at].id, role: "user", content };
+  const all = allVersions(chat, at);
+  if (!(index >= 0 && index < all.length)) return false;
+  const [head, ...rest] = all[index];
+  const alts = all.filter((_, i) => i !== index);
+  chat.messages = [...chat.messages.slice(0, at), { ...head, alts, altIndex: index }, ...rest];
   return true;
 }
 
-/** Regenerate: the answer and everything after it go; the question before it is asked again. */
+/** Edit-and-resend: the user message gets new text (and images); what was there stays a version. */
+export function editMessage(chat, id, content, images = undefined) {
+  const at = chat.messages.findIndex((m) => m.id === id && m.role === "user");
+  if (at < 0) return false;
+  const alts = allVersions(chat, at);
+  const edited = { id: newId(), role: "user", content, alts, altIndex: alts.length };
+  if (images?.length) edited.images = images;
+  chat.messages = [...chat.messages.slice(0, at), edited];
+  return true;
+}
+
+/**
+ * Regenerate: the answer and everything after it go (kept as versions when it had text); the
+ * question before it is asked again. Returns the versions the new answer takes ({ alts, altIndex }).
+ */
 export function regenerateFrom(chat, id) {
   const at = chat.messages.findIndex((m) => m.id === id && m.role === "assistant");
   if (at < 0) return false;
+  const all = allVersions(chat, at).filter((tail) => tail[0].content !== "" || tail[0].outcome === "complete");
   chat.messages = chat.messages.slice(0, at);
   const question = chat.messages.findLast((m) => m.role === "user");
   if (question) delete question.rejected;
-  return true;
+  return all.length ? { alts: all, altIndex: all.length } : {};
+}
+
+// ---- Finding, naming, exporting, undoing ---------------------------------------------------
+
+/** Renames a chat; an empty name goes back to the automatic one (its first message). */
+export function renameChat(chat, title) {
+  chat.title = title.replace(/\s+/g, " ").trim().slice(0, 120);
+}
+
+/** The chats whose name or any message contains every word of the query (any case). */
+export function searchChats(chats, query) {
+  const words = query.toLocaleLowerCase().split(/\s+/).filter(Boolean);
+  if (words.length === 0) return chats.slice();
+  return chats.filter((c) => {
+    const hay = [chatTitle(c), ...c.messages.map((m) => m.content)].join("\n").toLocaleLowerCase();
+    return words.every((w) => hay.includes(w));
+  });
+}
+
+/** A chat as a Markdown document: its name, settings, each turn under a heading. */
+export function chatToMarkdown(chat) {
+  const out = [`# ${chatTitle(chat)}`, ""];
+  if (chat.model) out.push(`Model: ${chat.model}`, "");
+  if (chat.settings?.system?.trim()) out.push("## System prompt", "", chat.settings.system, "");
+  for (const m of chat.messages) {
+    out.push(m.role === "user" ? "## You" : m.role === "system" ? "## System" : "## Answer", "");
+    if (m.thinking) out.push("<details><summary>Thinking</summary>", "", m.thinking, "", "</details>", "");
+    if (m.content) out.push(m.content, "");
+    for (const image of m.images ?? []) out.push(`[image: ${image.name}]`, "");
+  }
+  return out.join("\n").trimEnd() + "\n";
+}
+
+/** A chat as JSON: what the page keeps of it, versions included. */
+export function chatToJSON(chat) {
+  return JSON.stringify({ format: "ai-chat", version: 1, chat }, null, 2) + "\n";
+}
+
+/** Puts a deleted chat back where it was, and makes it current. */
+export function restoreChat(state, chat, index) {
+  if (state.chats.some((c) => c.id === chat.id)) return;
+  state.chats.splice(Math.min(index, state.chats.length), 0, chat);
+  state.currentId = chat.id;
+}
+
+/** An answer's usage line: "312 tokens · 4.2 s · 81.3 tokens/s" (tokens/s over the time it wrote). */
+export function usageLine(usage, ms, writingMs) {
+  const parts = [];
+  const tokens = usage?.completion_tokens;
+  if (Number.isInteger(tokens) && tokens >= 0) parts.push(`${tokens.toLocaleString("en-US")} ${tokens === 1 ? "token" : "tokens"}`);
+  if (ms >= 0) parts.push(`${(ms / 1000).toFixed(1)} s`);
+  if (Number.isInteger(tokens) && tokens > 1 && writingMs > 0) parts.push(`${((tokens * 1000) / writingMs).toFixed(1)} tokens/s`);
+  return parts.join(" · ");
 }

@@ -17,7 +17,7 @@ import sql from "./vendor/highlight/languages/sql.js";
 import typescript from "./vendor/highlight/languages/typescript.js";
 import xml from "./vendor/highlight/languages/xml.js";
 import yaml from "./vendor/highlight/languages/yaml.js";
-import { BlockSplitter } from "./markdown-blocks.js";
+import { BlockSplitter, GrowingBlock } from "./markdown-blocks.js";
 
 for (const [name, language] of Object.entries({ bash, css, javascript, json, markdown, plaintext, python, rust, sql, typescript, xml, yaml })) {
   hljs.registerLanguage(name, language);
@@ -89,15 +89,45 @@ function enhance(fragment, highlight) {
     box.append(bar, pre);
   }
   for (const table of fragment.querySelectorAll("table")) {
-    const wrap = document.createElement("div");
-    wrap.className = "table-wrap";
-    wrap.tabIndex = 0;
-    wrap.setAttribute("role", "region");
-    wrap.setAttribute("aria-label", "Table");
-    table.replaceWith(wrap);
-    wrap.append(table);
+    const group = tableGroup();
+    table.replaceWith(group);
+    const rows = [...(table.tBodies[0]?.rows ?? [])];
+    table.tBodies[0]?.remove();
+    for (let at = 0; at === 0 || at < rows.length; at += TABLE_CHUNK) {
+      const { wrap, body } = tableChunk(table, at > 0);
+      body.append(...rows.slice(at, at + TABLE_CHUNK));
+      group.append(wrap);
+    }
+    if (rows.length > TABLE_CHUNK) group.classList.add("chunked");
   }
   return fragment;
+}
+
+// A table is laid out whole whenever a row is added: a 1,000-row table streaming in cost a
+// layout of every row per frame (bench/PAGE-NOTES.md). So a long table is shown as tables of
+// TABLE_CHUNK rows, each with the header, in one group; the same whether it streamed in or
+// was rendered at once. Fixed layout at full width keeps the chunks' columns aligned.
+export const TABLE_CHUNK = 100;
+
+function tableGroup() {
+  const group = document.createElement("div");
+  group.className = "table-group";
+  return group;
+}
+
+/** A scrolling box with an empty copy of `table` (its head, an empty body). */
+function tableChunk(table, continued) {
+  const wrap = document.createElement("div");
+  wrap.className = "table-wrap";
+  wrap.tabIndex = 0;
+  wrap.setAttribute("role", "region");
+  wrap.setAttribute("aria-label", continued ? "Table, continued" : "Table");
+  const copy = table.cloneNode(false);
+  if (table.tHead) copy.append(table.tHead.cloneNode(true));
+  const body = document.createElement("tbody");
+  copy.append(body);
+  wrap.append(copy);
+  return { wrap, body };
 }
 
 /** Markdown to a sanitized DocumentFragment. */
@@ -106,28 +136,99 @@ export function renderMarkdown(text, { highlight = true } = {}) {
 }
 
 /**
+ * The DOM of a growing table or list (GrowingBlock finds its parts): the table's head or the
+ * list's first item makes the element once; each finished row or item is rendered alone and
+ * appended (those finished in one frame in one render); only the unfinished one is
+ * re-rendered per frame. So a token costs the same at
+ * row 1,000 as at row 1. A lone row renders as a table with the same header and delimiter row
+ * (same columns, same alignment); a lone item as a one-item list of the same kind.
+ */
+class GrowingView {
+  scan = new GrowingBlock();
+  node = null;          // the table's wrapper or the list element, once made
+  #items = null;        // the tbody or the list
+  #done = 0;            // units rendered for good
+  #live = [];           // the nodes of the unfinished unit
+
+  /** Brings the DOM up to `tail`; returns where the part it shows ends in `tail`. */
+  update(tail, final) {
+    const g = this.scan.scan(tail, final);
+    if (g.given || g.kind === null) return -1;
+    if (g.kind === "table" && !this.node) {
+      this.node = renderMarkdown(tail.slice(0, g.prefixEnd)).firstElementChild;
+      this.#items = this.node.querySelector("tbody");
+    }
+    if (this.#done < g.units.length) {
+      // The rows or items finished since the last frame are contiguous: one render for all.
+      this.#append(this.#render(tail, g.units[this.#done][0], g.units.at(-1)[1], true));
+      this.#done = g.units.length;
+    }
+    // A list shows its unfinished item as it grows; a table holds back its unfinished row
+    // (a row is a few tokens: it shows once its line is whole).
+    const shownTo = g.end >= 0 ? g.end : tail.length;
+    for (const n of this.#live) n.remove();
+    this.#live = g.kind === "list" && g.end < 0 && g.open >= 0 && shownTo > g.open ? this.#render(tail, g.open, shownTo, false) : [];
+    for (const n of this.#live) this.#items.append(n);
+    return this.node ? shownTo : -1;
+  }
+
+  /** The rows or items of tail[from, to) rendered alone; the list element made from the first. */
+  #render(tail, from, to, highlight) {
+    const text = this.scan.kind === "table" ? tail.slice(0, this.scan.prefixEnd) + tail.slice(from, to) : tail.slice(from, to);
+    const fragment = renderMarkdown(text, { highlight });
+    if (this.scan.kind === "table") return [...fragment.querySelectorAll("tbody > tr")];
+    const box = fragment.firstElementChild;
+    if (!box || !/^(?:UL|OL)$/.test(box.tagName)) return [];
+    if (!this.node) {
+      this.node = box.cloneNode(false);
+      this.#items = this.node;
+    }
+    return [...box.children];
+  }
+
+  #append(nodes) {
+    for (const n of nodes) {
+      if (this.scan.kind === "table" && this.#items.rows.length >= TABLE_CHUNK) {
+        const { wrap, body } = tableChunk(this.node.querySelector("table"), true);
+        this.node.append(wrap);
+        this.node.classList.add("chunked");
+        this.#items = body;
+      }
+      this.#items.append(n);
+    }
+  }
+}
+
+/**
  * An answer rendered while it streams. Text before the last finished block is rendered once
- * and kept; only the rest is re-rendered, at most once per animation frame, and without
+ * and kept; of the rest, a growing table or list keeps its finished rows or items (GrowingView)
+ * and whatever else is re-rendered, at most once per animation frame, and without
  * highlighting until its block is finished. `finish()` renders what is left, highlighted.
  */
 export class StreamingMarkdown {
   #text = "";
   #doneUpTo = 0;
   #splitter = new BlockSplitter();
+  #grow = new GrowingView();
   #scheduled = false;
   #done;
   #live;
-  stats = { renders: 0, ms: 0 };
+  stats = { renders: 0, ms: 0, max: 0 };
 
   constructor(container, text = "") {
-    this.#done = document.createElement("div");
-    this.#live = document.createElement("div");
-    this.#done.className = this.#live.className = "md-part";
+    this.#done = this.#part();
+    this.#live = this.#part();
     container.replaceChildren(this.#done, this.#live);
     if (text) this.append(text);
   }
 
   get text() { return this.#text; }
+
+  #part() {
+    const div = document.createElement("div");
+    div.className = "md-part";
+    return div;
+  }
 
   append(piece) {
     this.#text += piece;
@@ -143,13 +244,37 @@ export class StreamingMarkdown {
     const started = performance.now();
     const cut = final ? this.#text.length : this.#splitter.advance(this.#text);
     if (cut > this.#doneUpTo) {
-      this.#done.append(renderMarkdown(this.#text.slice(this.#doneUpTo, cut)));
+      // A grown table or list that ended before the cut stays where it is: the live part that
+      // holds it becomes a finished part, and a new live part follows. (Moving it would make
+      // the browser build and lay out every row again.)
+      const region = this.#text.slice(this.#doneUpTo, cut);
+      const shown = this.#grow.update(region, true);
+      if (shown >= 0 && this.#live.firstChild === this.#grow.node) {
+        while (this.#live.lastChild !== this.#grow.node) this.#live.lastChild.remove();
+        if (shown < region.length) this.#live.append(renderMarkdown(region.slice(shown)));
+        this.#done = this.#live;
+        this.#live = this.#part();
+        this.#done.after(this.#live);
+      } else {
+        this.#done.append(renderMarkdown(region));
+      }
       this.#doneUpTo = cut;
+      this.#grow = new GrowingView();
     }
     const rest = this.#text.slice(this.#doneUpTo);
-    this.#live.replaceChildren(rest ? renderMarkdown(rest, { highlight: final }) : "");
+    const shown = rest ? this.#grow.update(rest, false) : -1;
+    if (shown >= 0) {
+      const after = rest.slice(shown);
+      if (this.#live.firstChild !== this.#grow.node) this.#live.replaceChildren(this.#grow.node);
+      while (this.#live.childNodes.length > 1) this.#live.lastChild.remove();
+      if (after.trim()) this.#live.append(renderMarkdown(after, { highlight: false }));
+    } else {
+      this.#live.replaceChildren(rest ? renderMarkdown(rest, { highlight: final }) : "");
+    }
+    const ms = performance.now() - started;
     this.stats.renders++;
-    this.stats.ms += performance.now() - started;
+    this.stats.ms += ms;
+    this.stats.max = Math.max(this.stats.max, ms);
   }
 
   finish() { this.flush(true); }

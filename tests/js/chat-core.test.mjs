@@ -21,8 +21,15 @@ test("limits from /api/v1/models, and the defaults for anything absent or odd", 
     [null, DEFAULT_LIMITS],
     [{ limits: null }, DEFAULT_LIMITS],
   ];
-  for (const [json, expected] of cases) assert.deepEqual(limitsFrom(json), { ...expected }, JSON.stringify(json));
-  assert.deepEqual(DEFAULT_LIMITS, { maxMessages: 50, maxBodyBytes: 65536, maxMessageChars: 8000 });
+  for (const [json, expected] of cases) assert.deepEqual(limitsFrom(json), { ...DEFAULT_LIMITS, ...expected }, JSON.stringify(json));
+  assert.deepEqual(DEFAULT_LIMITS, {
+    maxMessages: 50, maxBodyBytes: 65536, maxMessageChars: 8000, maxImages: 0, maxImageBytes: 0, maxTokensLimit: null, defaultMaxTokens: null,
+  });
+  // The issue-21 service: images, large limits and the max_tokens bounds.
+  assert.deepEqual(limitsFrom({ limits: {
+    max_messages: 200, max_message_chars: 1000000, max_body_bytes: 8388608, max_images: 4, max_image_bytes: 5242880,
+    max_tokens_limit: 32768, default_max_tokens: 4096,
+  } }), { maxMessages: 200, maxMessageChars: 1000000, maxBodyBytes: 8388608, maxImages: 4, maxImageBytes: 5242880, maxTokensLimit: 32768, defaultMaxTokens: 4096 });
   assert.deepEqual(reasoningFrom({ reasoning: ["@cf/openai/gpt-oss-20b", 3] }), ["@cf/openai/gpt-oss-20b"]);
   assert.deepEqual(reasoningFrom({}), []);
 });
@@ -33,7 +40,7 @@ test("characters counted as the service counts them: code points", () => {
 
 test("a conversation within the limits is sent whole", () => {
   const messages = [s("be brief"), u("hi"), a("hello"), u("again")];
-  assert.deepEqual(fitConversation(messages, DEFAULT_LIMITS), { messages, dropped: 0, shortened: 0, fits: true, reason: null });
+  assert.deepEqual(fitConversation(messages, DEFAULT_LIMITS), { messages, dropped: 0, shortened: 0, imagesDropped: 0, fits: true, reason: null });
 });
 
 test("turn 26 of a 50-message limit: the oldest turn goes, the system message stays", () => {
@@ -103,15 +110,16 @@ const API_CODES = [
   "ai_unavailable", "upstream_busy", "upstream_quota_exceeded", "context_length_exceeded",
   "upstream_rejected_input", "model_unavailable", "rate_limited", "unauthorized",
 ];
+const CLIENT_CODES = ["network_error", "connection_lost", "http_error", "too_many_images"];
 
 test("every error code has plain words: no code names, field paths or developer jargon", () => {
-  for (const code of [...API_CODES, "network_error", "connection_lost", "http_error"]) {
+  for (const code of [...API_CODES, ...CLIENT_CODES]) {
     assert.ok(ERRORS[code], `no words for ${code}`);
     const { text } = describeError({ code, status: 400, retryAfter: 30 });
     assert.match(text, /^[A-Z].*\.$/, `${code}: ${text}`);
     assert.doesNotMatch(text, /[_{}[\]]|\bnull\b|undefined|NaN/, `${code}: ${text}`);
   }
-  assert.deepEqual(Object.keys(ERRORS).sort(), [...API_CODES, "network_error", "connection_lost", "http_error"].sort());
+  assert.deepEqual(Object.keys(ERRORS).sort(), [...API_CODES, ...CLIENT_CODES].sort());
 });
 
 test("429s say when to try again, from Retry-After", () => {
@@ -160,7 +168,7 @@ test("chats survive a save and load; unreadable storage starts fresh instead of 
   const state = loadState(storage);
   const chat = startChat(state, 1000);
   chat.messages.push({ id: "m1", role: "user", content: "hello" }, { id: "m2", role: "assistant", content: "hi", outcome: "complete", thinking: "hmm", thinkingMs: 1200 });
-  assert.equal(saveState(storage, state), 0);
+  assert.deepEqual(saveState(storage, state), { dropped: 0, imagesUnsaved: 0 });
   assert.deepEqual(loadState(storage), state);
   for (const raw of ["{", "null", '{"version":2,"chats":[]}', '{"version":1,"chats":"x"}']) {
     storage.map.set(STORAGE_KEY, raw);
@@ -179,10 +187,10 @@ test("full storage lets go of the oldest other chats, never the current one", ()
   selectChat(state, state.chats[3].id);      // the oldest is current
   // Room for the two newest chats' worth of text, not three.
   const storage = new MemoryStorage(JSON.stringify({ ...state, chats: state.chats.slice(0, 2) }).length);
-  assert.equal(saveState(storage, state), 2);
+  assert.deepEqual(saveState(storage, state), { dropped: 2, imagesUnsaved: 0 });
   assert.deepEqual(state.chats.map((c) => c.messages[0].id), ["m3", "m0"]);
   assert.equal(currentChat(state).messages[0].id, "m0");
-  assert.equal(saveState(new MemoryStorage(10), state), -1);
+  assert.deepEqual(saveState(new MemoryStorage(10), state), { dropped: -1, imagesUnsaved: 0 });
 });
 
 test("new, select, delete, and the list order", () => {
@@ -235,12 +243,12 @@ test("edit-and-resend and regenerate cut the chat at the right place", () => {
   ] });
   const edited = make();
   assert.equal(editMessage(edited, "3", "q2 shorter"), true);
-  assert.deepEqual(edited.messages.map((m) => [m.id, m.content, m.rejected]), [["1", "q1", undefined], ["2", "a1", undefined], ["3", "q2 shorter", undefined]]);
+  assert.deepEqual(edited.messages.map((m) => [m.content, m.rejected]), [["q1", undefined], ["a1", undefined], ["q2 shorter", undefined]]);
   assert.equal(editMessage(make(), "2", "not a user message"), false);
   const again = make();
-  assert.equal(regenerateFrom(again, "2"), true);
+  assert.ok(regenerateFrom(again, "2"));
   assert.deepEqual(again.messages.map((m) => m.id), ["1"]);
   const retried = make();
-  assert.equal(regenerateFrom(retried, "4"), true);
+  assert.deepEqual(regenerateFrom(retried, "4"), {}, "a failed answer with no text is not kept as a version");
   assert.deepEqual(retried.messages.map((m) => [m.id, m.rejected]), [["1", undefined], ["2", undefined], ["3", undefined]]);
 });

@@ -2,7 +2,9 @@
 import { ChatError, SSEParser, parseRetryAfter, readEvents, streamChat } from "../../../public/chat-client.js";
 import type { ChatMessage, ChatResult, FetchLike, Outcome, SSEEvent, StreamChatOptions } from "../../../public/chat-client.js";
 
-const messages: ChatMessage[] = [{ role: "system", content: "Be brief." }, { role: "user", content: "Hi" }];
+const messages: ChatMessage[] = [{ role: "system", content: "Be brief." }, { role: "user", content: "Hi" },
+  { role: "assistant", content: "Hello.", reasoning: "A greeting." },
+  { role: "user", content: [{ type: "text", text: "And this?" }, { type: "image_url", image_url: { url: "data:image/png;base64,iVBO" } }] }];
 const stop = new AbortController();
 const myFetch: FetchLike = (url, init) => fetch(url, init);
 const options: StreamChatOptions = {
@@ -14,7 +16,7 @@ const options: StreamChatOptions = {
   onThinking: (text, index) => console.log(text.length + index),
   onEvent: (event, data) => console.log(event.length, data),
 };
-const result: ChatResult = await streamChat({ messages, model: "@cf/openai/gpt-oss-20b", max_tokens: 64, temperature: 0.2, reasoning_effort: "low" }, options);
+const result: ChatResult = await streamChat({ messages, model: "@cf/openai/gpt-oss-20b", max_tokens: 64, temperature: 0.2, reasoning_effort: "low", stop: ["\n\n", "END"] }, options);
 const outcome: Outcome = result.outcome;
 const text: string = result.text + result.thinking;
 const reason: string | null = result.stopReason;
