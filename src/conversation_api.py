@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import secrets
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 from app import Api, Context, Conversations, Route, app_error, parse_body
 from chat_request import CHAT_FIELDS, parse_chat, reject_unknown
@@ -92,8 +93,6 @@ async def stop(ctx: Context) -> WebResponse:
 
 
 def _query(url: str, name: str) -> str | None:
-    from urllib.parse import parse_qs, urlsplit
-
     values = parse_qs(urlsplit(url).query).get(name)
     return values[0] if values else None
 
