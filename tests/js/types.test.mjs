@@ -43,10 +43,10 @@ function compile(files) {
 
 /** The ```js block of the README's client section that calls streamChat. */
 function readmeExample() {
-  const readme = readFileSync(join(ROOT, "README.md"), "utf8");
+  const readme = readFileSync(join(ROOT, "docs", "API.md"), "utf8");
   const blocks = [...readme.matchAll(/```js\n([\s\S]*?)```/g)].map((m) => m[1]);
   const example = blocks.find((b) => b.includes("streamChat(") && b.includes('from "/chat-client.js"'));
-  assert.ok(example, "README.md has no ```js block importing streamChat from /chat-client.js");
+  assert.ok(example, "docs/API.md has no ```js block importing streamChat from /chat-client.js");
   return example;
 }
 
