@@ -38,8 +38,17 @@ def test_lists_are_trimmed() -> None:
         ({"MAX_BODY_BYTES": "1"}, "MAX_BODY_BYTES='1' must be between"),
         ({"AI_MAX_TOKENS_LIMIT": "100", "AI_MAX_TOKENS_DEFAULT": "200"}, "AI_MAX_TOKENS_DEFAULT='200'"),
         ({"STREAM_PING_SECONDS": "nan"}, "STREAM_PING_SECONDS='nan'"),
+        ({"AI_FALLBACK_MODELS": "@cf/a/b, llama"}, "AI_FALLBACK_MODELS='@cf/a/b, llama': 'llama' is not a Workers AI model id"),
+        ({"AI_GATEWAY_CACHE_TTL": "1h"}, "AI_GATEWAY_CACHE_TTL='1h' is not a int"),
     ],
 )
 def test_misconfiguration_names_key_and_value(env_values: dict[str, str], message: str) -> None:
     with pytest.raises(SettingsError, match=message.replace("(", r"\(")):
         load(env_values.get)
+
+
+def test_fallback_models_are_an_ordered_list_without_repeats() -> None:
+    nothing: dict[str, str] = {}
+    assert load(nothing.get).fallback_models == ()
+    env = {"AI_FALLBACK_MODELS": " @cf/b/two , @cf/a/one,@cf/b/two,"}
+    assert load(env.get).fallback_models == ("@cf/b/two", "@cf/a/one")
