@@ -18,7 +18,7 @@
 //
 // The account is on the Free plan: PAID_PLAN ids answer 403, internalCode 5035. With an
 // x-session-affinity header, the model remembers each key's last conversation and reports the
-// prompt tokens of the history it shares with it as usage.prompt_tokens_details.cached_tokens.
+// prompt tokens of a conversation that continues it as usage.prompt_tokens_details.cached_tokens.
 // Every call's options (rejectIfBusy, gateway) and affinity header are in /__local/calls.
 //
 // Directives in the last user message steer it, for tests and demos:
@@ -180,14 +180,13 @@ function promptTokens(messages) {
   return messages.reduce((n, m) => n + (contentText(m.content).match(/\S+/g) ?? []).length + 3, 0);
 }
 
-// The prompt tokens of `messages`' history (all but the last message) that the key's last
-// conversation shares with it, message by message from the start: its prefix cache.
+// The prefix cache of one replica, as far as tests need it: a call that continues the key's
+// last conversation (starts with all of its messages, and has more) finds that prompt cached.
+// A repeated or unrelated conversation finds nothing, so answers stay predictable.
 function cachedTokens(previous, messages) {
-  if (!previous) return 0;
-  const history = messages.slice(0, -1);
-  let n = 0;
-  while (n < history.length && n < previous.length && JSON.stringify(history[n]) === JSON.stringify(previous[n])) n += 1;
-  return n ? promptTokens(history.slice(0, n)) : 0;
+  if (!previous || previous.length >= messages.length) return 0;
+  const same = previous.every((m, i) => JSON.stringify(m) === JSON.stringify(messages[i]));
+  return same ? promptTokens(previous) : 0;
 }
 
 function mulberry32(seed) {
@@ -393,10 +392,11 @@ export function startModel({ port = 0, paceMs = 40 } = {}) {
     const completion = answer.tokens.length + answer.thinking.length + answer.calls.reduce((n, c) => n + argumentPieces(c.arguments).length, 0);
     const usage = { prompt_tokens: pt, completion_tokens: completion, total_tokens: pt + completion };
     if (call.affinity !== null) {
-      const cached = cachedTokens(sessions.get(call.affinity), messages);
+      const session = `${model}\n${call.affinity}`;  // a cache belongs to one model's replicas
+      const cached = cachedTokens(sessions.get(session), messages);
       if (cached) usage.prompt_tokens_details = { cached_tokens: cached };
-      sessions.delete(call.affinity);
-      sessions.set(call.affinity, messages);
+      sessions.delete(session);
+      sessions.set(session, messages);
       if (sessions.size > 1000) sessions.delete(sessions.keys().next().value);
     }
     if (!inputs.stream || opts.fault === "nostream") {

@@ -191,7 +191,7 @@ def test_two_turns_share_one_affinity_key_and_the_second_reports_cached_tokens(r
     call_two = rt.last_call()
     assert call_one["affinity"] == call_two["affinity"] == conversation_key(first), (call_one["affinity"], call_two["affinity"])
     assert "cached_tokens" not in parse_sse(one.content)[-2][1]["usage"]  # type: ignore[index]
-    # The model caches the history it saw under the key: the system and first user messages.
+    # The second turn continues the first: its prompt (system and first user message) was cached.
     cached = (len("Be brief.".split()) + 3) + (len(first[1]["content"].split()) + 3)
     usage = parse_sse(two.content)[-2][1]["usage"]  # type: ignore[index]
     prompt = sum(len(m["content"].split()) + 3 for m in second)
@@ -203,10 +203,13 @@ def test_two_turns_share_one_affinity_key_and_the_second_reports_cached_tokens(r
     whole = post(rt, "/v1/chat/completions", {"model": GEMMA, "messages": third}).json()
     history = sum(len(m["content"].split()) + 3 for m in second)  # what the previous call sent
     assert whole["usage"]["prompt_tokens_details"] == {"cached_tokens": history}, whole["usage"]
-    streamed = post(rt, "/v1/chat/completions", {"model": GEMMA, "messages": third, "stream": True, "stream_options": {"include_usage": True}})
+    fourth = third + [{"role": "assistant", "content": "Done."}, {"role": "user", "content": "Bye."}]
+    streamed = post(rt, "/v1/chat/completions", {"model": GEMMA, "messages": fourth, "stream": True, "stream_options": {"include_usage": True}})
     frames = [json.loads(x[6:]) for x in streamed.text.split("\n\n") if x.startswith("data: {")]
-    cached_all = sum(len(m["content"].split()) + 3 for m in third[:-1])
-    assert frames[-1]["usage"]["prompt_tokens_details"] == {"cached_tokens": cached_all}, frames[-1]
+    assert frames[-1]["usage"]["prompt_tokens_details"] == {"cached_tokens": sum(len(m["content"].split()) + 3 for m in third)}, frames[-1]
+    # The same turn again continues nothing: no cached tokens reported (the built-in model's rule).
+    again = post(rt, "/v1/chat/completions", {"model": GEMMA, "messages": fourth}).json()
+    assert "prompt_tokens_details" not in again["usage"], again["usage"]
     assert rt.last_call()["affinity"] == conversation_key(first)
 
 
