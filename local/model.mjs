@@ -13,7 +13,7 @@
 //
 //   GET  /ai-api/models/search?task=&search=&page=&per_page=   the catalog (Ai.models()): {"result": [...]}
 //        as the service answers it: each model's name, task and properties ({property_id, value},
-//        string values); PUT /__local/catalog {"models": [...]} or {"fail": STATUS} changes it,
+//        string values); PUT /__local/catalog {"models": [...]}, {"fail": STATUS} or {"fail": "hang"} changes it,
 //        DELETE /__local/catalog restores it, GET /__local/catalog says how often it was asked.
 //
 // The account is on the Free plan: PAID_PLAN ids answer 403, internalCode 5035. With an
@@ -335,6 +335,7 @@ export function startModel({ port = 0, paceMs = 40 } = {}) {
 
   function search(url, res) {
     catalogCalls += 1;
+    if (catalogFail === "hang") return;  // never answers: the Worker's own wait must end it
     if (catalogFail !== null) return sendJson(res, catalogFail, { success: false, errors: [{ code: 7000, message: "the catalog is unavailable (local fault)" }] });
     const q = url.searchParams;
     const task = q.get("task");

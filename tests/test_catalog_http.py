@@ -238,6 +238,21 @@ def test_the_gateway_gets_its_cache_options_and_the_key_id_never_the_key(rt: Run
     assert KEY not in json.dumps(call)
 
 
+def test_a_catalog_that_never_answers_delays_a_request_by_its_bound_only(rt: Runtime) -> None:
+    set_catalog(rt, {"fail": "hang"})
+    try:
+        asked = httpx.get(rt.model_url + "/__local/catalog").json()["calls"]
+        started = time.monotonic()
+        caps = capabilities(rt)
+        waited = time.monotonic() - started
+        assert httpx.get(rt.model_url + "/__local/catalog").json()["calls"] == asked + 1
+        # entry.CATALOG_WAIT_MS is 2,000 ms; the upper bound leaves room for a loaded machine.
+        assert 1.9 <= waited < 10, f"the request waited {waited:.2f} s for the catalog"
+        assert caps == STATIC, "the facts the isolate had were lost"
+    finally:
+        set_catalog(rt, None)
+
+
 def test_a_paid_plan_model_without_a_fallback_is_403(rt: Runtime) -> None:
     """Last: it restarts workerd without AI_FALLBACK_MODELS."""
     rt.set_vars(AI_FALLBACK_MODELS="")
