@@ -21,7 +21,7 @@ first success is the rules alone.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 
 _REASONING = ("gpt-oss", "kimi", "glm", "qwq", "deepseek-r1")
@@ -236,6 +236,11 @@ def loaded(result: object, now: float, every: float) -> int:
 def failed(reason: str, now: float, every: float) -> None:
     _STATE.error = reason
     _STATE.next_at = now + min(every, RETRY_SECONDS)
+
+
+def unlisted(models: Iterable[str]) -> list[str]:
+    """Of these, the models the live catalog does not list (retired or misspelled ids)."""
+    return [m for m in models if info(m).listed is False]
 
 
 def source() -> str:

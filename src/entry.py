@@ -115,7 +115,7 @@ async def refresh_catalog(env: Any, lookup: Lookup) -> None:
         if result is None or not hasattr(result, "to_py"):
             raise TimeoutError(f"no answer within {CATALOG_WAIT_MS} ms")
         count = catalog.loaded(result.to_py(), time.monotonic(), every)
-    except (JsException, TimeoutError) as exc:
+    except Exception as exc:  # whatever it is, the request goes on with the facts it has
         catalog.failed(str(exc), time.monotonic(), every)
         log.warning("env.AI.models() failed, model facts stay %s: %s", catalog.source(), exc)
         return
@@ -124,8 +124,7 @@ async def refresh_catalog(env: Any, lookup: Lookup) -> None:
             s = config.load(lookup)
         except config.SettingsError:
             return  # the request itself reports it
-        unlisted = [m for m in (*s.models, *s.fallback_models) if catalog.info(m).listed is False]
-        if unlisted:
+        if unlisted := catalog.unlisted((*s.models, *s.fallback_models)):
             log.warning("not in the Workers AI catalog (retired or misspelled?): %s", ", ".join(unlisted))
 
 

@@ -50,6 +50,7 @@ def test_the_live_catalog_wins_where_it_speaks() -> None:
     assert info("@cf/NEW/model-x") == ModelInfo(reasons=True, tools=True, context_window=64000, switches_thinking=True, listed=True)
     # A model it does not list keeps the rules' facts, and is marked.
     assert info("@cf/openai/gpt-oss-20b") == ModelInfo(reasons=True, openai_schema=True, tools=True, context_window=128_000, listed=False)
+    assert catalog.unlisted([GEMMA, "@cf/openai/gpt-oss-20b"]) == ["@cf/openai/gpt-oss-20b"]
     assert catalog.capabilities(GEMMA) == {"context_window": 1000, "vision": False, "tools": True, "reasoning": False, "paid_plan": False}
 
 
