@@ -57,6 +57,7 @@
 // reasoning (gpt-oss, kimi, glm, qwq); every other id the native frames, in the shape
 // Workers AI really sends: {"response","tool_calls":[],"p"} with empty first and last frames,
 // a frame with no "response", then {"response":"","usage":{...}} and [DONE].
+import crypto from "node:crypto";
 import http from "node:http";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
@@ -183,10 +184,15 @@ function promptTokens(messages) {
 // The prefix cache of one replica, as far as tests need it: a call that continues the key's
 // last conversation (starts with all of its messages, and has more) finds that prompt cached.
 // A repeated or unrelated conversation finds nothing, so answers stay predictable.
-function cachedTokens(previous, messages) {
-  if (!previous || previous.length >= messages.length) return 0;
-  const same = previous.every((m, i) => JSON.stringify(m) === JSON.stringify(messages[i]));
-  return same ? promptTokens(previous) : 0;
+// A conversation is remembered as a digest per message and its prompt tokens, not its text:
+// the tests send conversations of megabytes.
+function remembered(messages) {
+  return { digests: messages.map((m) => crypto.createHash("sha256").update(JSON.stringify(m)).digest("base64")), tokens: promptTokens(messages) };
+}
+
+function cachedTokens(previous, current) {
+  if (!previous || previous.digests.length >= current.digests.length) return 0;
+  return previous.digests.every((d, i) => d === current.digests[i]) ? previous.tokens : 0;
 }
 
 function mulberry32(seed) {
@@ -331,7 +337,7 @@ export function startModel({ port = 0, paceMs = 40 } = {}) {
   let catalog = CATALOG;
   let catalogFail = null;
   let catalogCalls = 0;
-  const sessions = new Map();  // x-session-affinity -> the messages of its last call
+  const sessions = new Map();  // model + x-session-affinity -> its last call's conversation, remembered
 
   function search(url, res) {
     catalogCalls += 1;
@@ -394,10 +400,11 @@ export function startModel({ port = 0, paceMs = 40 } = {}) {
     const usage = { prompt_tokens: pt, completion_tokens: completion, total_tokens: pt + completion };
     if (call.affinity !== null) {
       const session = `${model}\n${call.affinity}`;  // a cache belongs to one model's replicas
-      const cached = cachedTokens(sessions.get(session), messages);
+      const current = remembered(messages);
+      const cached = cachedTokens(sessions.get(session), current);
       if (cached) usage.prompt_tokens_details = { cached_tokens: cached };
       sessions.delete(session);
-      sessions.set(session, messages);
+      sessions.set(session, current);
       if (sessions.size > 1000) sessions.delete(sessions.keys().next().value);
     }
     if (!inputs.stream || opts.fault === "nostream") {
