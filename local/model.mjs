@@ -11,7 +11,20 @@
 // miniflare's AI plugin reaches it through its remote-proxy client, which wraps the request:
 // the URL in `MF-URL` and every original header as `MF-Header-<name>`; both forms are accepted.
 //
+//   GET  /ai-api/models/search?task=&search=&page=&per_page=   the catalog (Ai.models()): {"result": [...]}
+//        as the service answers it: each model's name, task and properties ({property_id, value},
+//        string values); PUT /__local/catalog {"models": [...]}, {"fail": STATUS} or {"fail": "hang"} changes it,
+//        DELETE /__local/catalog restores it, GET /__local/catalog says how often it was asked.
+//
+// The account is on the Free plan: PAID_PLAN ids answer 403, internalCode 5035. With an
+// x-session-affinity header, the model remembers each key's last conversation and reports the
+// prompt tokens of a conversation that continues it as usage.prompt_tokens_details.cached_tokens.
+// Every call's options (rejectIfBusy, gateway) and affinity header are in /__local/calls.
+//
 // Directives in the last user message steer it, for tests and demos:
+//   [[busy:PART]]        models whose id contains PART are busy: 429, internalCode 3040, at once
+//                        when options.rejectIfBusy is set, else the call queues (BUSY_QUEUE_MS) and
+//                        is answered (repeat for several models)
 //   [[fault:throw]]      run() fails before streaming (500, internalCode 5000)
 //   [[error:NNNN]]       run() fails with that Workers AI error (3040, 3036, 4006, 5006, 5007, 5021, 5028)
 //   [[fault:midstream]]  the connection breaks after 3 tokens
@@ -47,6 +60,7 @@
 // reasoning (gpt-oss, kimi, glm, qwq); every other id the native frames, in the shape
 // Workers AI really sends: {"response","tool_calls":[],"p"} with empty first and last frames,
 // a frame with no "response", then {"response":"","usage":{...}} and [DONE].
+import crypto from "node:crypto";
 import http from "node:http";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
@@ -68,7 +82,33 @@ export const ERRORS = {
   5007: [400, "InferenceUpstreamError", "No such model @cf/nope or task"],
   5021: [400, "InferenceUpstreamError", "The estimated number of input and maximum output tokens (8810) exceeded this model context window limit (8192)."],
   5028: [400, "AiError", "This model was deprecated on 2026-05-30. Please use an alternative model."],
+  5035: [403, "AiError", "This model requires the Workers Paid plan. Upgrade your plan to use it."],
 };
+
+// Workers Paid only since 2026-07-28 (Workers AI changelog); this account is on the Free plan.
+export const PAID_PLAN = /kimi-k2\.6|kimi-k2\.7|glm-5\.2/;
+// How long a busy model keeps a call waiting when it may queue (no rejectIfBusy).
+export const BUSY_QUEUE_MS = 300;
+
+// The catalog as Ai.models() returns it (cloudflare-docs src/content/workers-ai-models/*.json:
+// id, source, name, description, task {id, name, description}, tags, properties with string
+// values), for the models this service names and a few of their neighbours.
+const TEXT_GENERATION = { id: "c329a1f9-323d-4e91-b2aa-582dd4188d34", name: "Text Generation",
+  description: "Family of generative text models, such as large language models (LLM), that can be adapted for a variety of natural language tasks." };
+function entry(name, description, props) {
+  return { id: `local-${name.split("/").pop()}`, source: 1, name, description, task: TEXT_GENERATION, tags: [],
+    properties: Object.entries(props).map(([property_id, value]) => ({ property_id, value: String(value) })) };
+}
+export const CATALOG = [
+  entry("@cf/google/gemma-4-26b-a4b-it", "Gemma 4 26B A4B: vision, tools, thinking.", { context_window: 256000, function_calling: true, vision: true }),
+  entry("@cf/meta/llama-3.1-8b-instruct-fast", "Llama 3.1 8B, fast.", { context_window: 128000 }),
+  entry("@cf/openai/gpt-oss-20b", "gpt-oss-20b.", { context_window: 128000, function_calling: true, reasoning: true }),
+  entry("@cf/openai/gpt-oss-120b", "gpt-oss-120b.", { context_window: 128000, function_calling: true, reasoning: true }),
+  entry("@cf/meta/llama-4-scout-17b-16e-instruct", "Llama 4 Scout.", { context_window: 131000, function_calling: true, vision: true }),
+  entry("@cf/zai-org/glm-4.7-flash", "GLM-4.7-Flash.", { context_window: 131072, function_calling: true, reasoning: true, enable_thinking: true }),
+  entry("@cf/moonshotai/kimi-k2.6", "Kimi K2.6 (Workers Paid).", { context_window: 262144, function_calling: true, reasoning: true, vision: true }),
+  entry("@cf/qwen/qwen3-30b-a3b-fp8", "Qwen3 30B A3B.", { context_window: 32768, function_calling: true, reasoning: true, enable_thinking: true }),
+];
 
 export function isReasoningModel(model) {
   return /gpt-oss|kimi|glm|qwq/.test(model);
@@ -157,6 +197,20 @@ function contentText(content) {
 
 function promptTokens(messages) {
   return messages.reduce((n, m) => n + (contentText(m.content).match(/\S+/g) ?? []).length + 3, 0);
+}
+
+// The prefix cache of one replica, as far as tests need it: a call that continues the key's
+// last conversation (starts with all of its messages, and has more) finds that prompt cached.
+// A repeated or unrelated conversation finds nothing, so answers stay predictable.
+// A conversation is remembered as a digest per message and its prompt tokens, not its text:
+// the tests send conversations of megabytes.
+function remembered(messages) {
+  return { digests: messages.map((m) => crypto.createHash("sha256").update(JSON.stringify(m)).digest("base64")), tokens: promptTokens(messages) };
+}
+
+function cachedTokens(previous, current) {
+  if (!previous || previous.digests.length >= current.digests.length) return 0;
+  return previous.digests.every((d, i) => d === current.digests[i]) ? previous.tokens : 0;
 }
 
 function mulberry32(seed) {
@@ -298,6 +352,24 @@ const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 export function startModel({ port = 0, paceMs = 40 } = {}) {
   const calls = [];
   let seq = 0;
+  let catalog = CATALOG;
+  let catalogFail = null;
+  let catalogCalls = 0;
+  const sessions = new Map();  // model + x-session-affinity -> its last call's conversation, remembered
+
+  function search(url, res) {
+    catalogCalls += 1;
+    if (catalogFail === "hang") return;  // never answers: the Worker's own wait must end it
+    if (catalogFail !== null) return sendJson(res, catalogFail, { success: false, errors: [{ code: 7000, message: "the catalog is unavailable (local fault)" }] });
+    const q = url.searchParams;
+    const task = q.get("task");
+    const term = q.get("search");
+    let found = catalog.filter((m) => (!task || m.task?.name === task || m.task?.id === task) && (!term || m.name.includes(term)));
+    const perPage = Number(q.get("per_page") ?? 20);
+    const page = Number(q.get("page") ?? 1);
+    found = found.slice((page - 1) * perPage, page * perPage);
+    sendJson(res, 200, { success: true, result: found, errors: [], messages: [] });
+  }
 
   function header(req, name) {
     return req.headers[`mf-header-${name}`] ?? req.headers[name];
@@ -310,6 +382,7 @@ export function startModel({ port = 0, paceMs = 40 } = {}) {
     const inputs = body?.inputs ?? {};
     const call = {
       id: ++seq, model, inputs, options: body?.options ?? null, path, startedAt: now(),
+      affinity: header(req, "x-session-affinity") ?? null, queuedMs: 0,
       chunksSent: 0, chunksTotal: 0, closedAt: null, finishedAt: null, clientClosedAt: null,
       chunksAtClose: null, erroredAt: null, status: 200,
     };
@@ -323,7 +396,12 @@ export function startModel({ port = 0, paceMs = 40 } = {}) {
     const messages = Array.isArray(inputs.messages) ? inputs.messages : [];
     const answer = answerTokens(messages, inputs.max_tokens, inputs.tools);
     const { opts } = answer;
-    const code = opts.fault === "throw" ? 5000 : opts.error !== undefined ? Number(opts.error) : null;
+    const busy = [...contentText([...messages].reverse().find((m) => m.role === "user")?.content ?? "").matchAll(/\[\[busy:([\w.-]+)\]\]/g)]
+      .some((m) => model.includes(m[1]));
+    let code = opts.fault === "throw" ? 5000 : opts.error !== undefined ? Number(opts.error) : null;
+    if (PAID_PLAN.test(model)) code = 5035;
+    else if (busy && call.options?.rejectIfBusy === true) code = 3040;
+    else if (busy) { call.queuedMs = BUSY_QUEUE_MS; await sleep(BUSY_QUEUE_MS); }
     if (code !== null) {
       const [status, name, description] = ERRORS[code] ?? [500, "InferenceUpstreamError", `error ${code}`];
       call.status = status;
@@ -338,6 +416,15 @@ export function startModel({ port = 0, paceMs = 40 } = {}) {
     const pt = promptTokens(messages);
     const completion = answer.tokens.length + answer.thinking.length + answer.calls.reduce((n, c) => n + argumentPieces(c.arguments).length, 0);
     const usage = { prompt_tokens: pt, completion_tokens: completion, total_tokens: pt + completion };
+    if (call.affinity !== null) {
+      const session = `${model}\n${call.affinity}`;  // a cache belongs to one model's replicas
+      const current = remembered(messages);
+      const cached = cachedTokens(sessions.get(session), current);
+      if (cached) usage.prompt_tokens_details = { cached_tokens: cached };
+      sessions.delete(session);
+      sessions.set(session, current);
+      if (sessions.size > 1000) sessions.delete(sessions.keys().next().value);
+    }
     if (!inputs.stream || opts.fault === "nostream") {
       // A whole answer takes as long as its tokens would have: a caller can leave meanwhile.
       const pace = opts.pace !== undefined ? Number(opts.pace) : paceMs;
@@ -384,6 +471,19 @@ export function startModel({ port = 0, paceMs = 40 } = {}) {
     const url = new URL(req.headers["mf-url"] ?? req.url, "http://model.local");
     if (req.method === "GET" && url.pathname === "/__local/calls") return sendJson(res, 200, calls);
     if (req.method === "DELETE" && url.pathname === "/__local/calls") { calls.length = 0; return sendJson(res, 200, {}); }
+    if (req.method === "GET" && url.pathname === "/ai-api/models/search") return search(url, res);
+    if (url.pathname === "/__local/catalog") {
+      if (req.method === "GET") return sendJson(res, 200, { calls: catalogCalls, fail: catalogFail, models: catalog.length });
+      if (req.method === "DELETE") { catalog = CATALOG; catalogFail = null; catalogCalls = 0; return sendJson(res, 200, {}); }
+      if (req.method === "PUT") {
+        return readBody(req).then((text) => {
+          const change = JSON.parse(text || "{}");
+          if (Array.isArray(change.models)) catalog = change.models;
+          catalogFail = change.fail ?? null;
+          sendJson(res, 200, {});
+        }).catch((err) => sendJson(res, 400, { error: String(err) }));
+      }
+    }
     if (req.method === "POST" && (url.pathname === "/run" || url.pathname === "/ai-gateway/run")) {
       return run(req, res, url.pathname).catch((err) => { console.error(err); if (!res.headersSent) sendJson(res, 500, { internalCode: 5000, description: "built-in model crashed", name: "InferenceUpstreamError" }); else res.destroy(); });
     }

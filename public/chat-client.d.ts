@@ -34,6 +34,8 @@ export interface Usage {
   prompt_tokens?: number;
   completion_tokens?: number;
   total_tokens?: number;
+  /** Prompt tokens served from the model's prefix cache, when it reports them. */
+  cached_tokens?: number;
   [key: string]: unknown;
 }
 

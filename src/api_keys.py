@@ -55,3 +55,9 @@ def bearer(headers: Mapping[str, str]) -> str | None:
 def rate_key(presented: str) -> str:
     """What the rate limiter counts a key under: a digest, so the key itself never leaves."""
     return "key:" + hashlib.sha256(presented.encode()).hexdigest()[:32]
+
+
+def key_id(presented: str) -> str:
+    """A key's id for logs and the AI Gateway's metadata: the first 16 hex digits of its SHA-256
+    (`printf %s "$KEY" | sha256sum | cut -c1-16`), never the key."""
+    return hashlib.sha256(presented.encode()).hexdigest()[:16]

@@ -9,10 +9,13 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+import affinity
 import budget
 import catalog
+import fallback
 import settings as config
 import upstream_errors
+from api_keys import SECRET, Keys, bearer, key_id
 from chat_events import ChatEncoder
 from chat_request import check_content_type, parse_chat, parse_json, read_body, well_formed_json
 from errors import ApiError, clip
@@ -34,8 +37,27 @@ class UpstreamSilent(Exception):
     """env.AI.run() gave nothing (no stream, no result) within the time it was allowed."""
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunOptions:
+    """What the core asks of one env.AI.run() beyond model and inputs; the shell adds the
+    AI Gateway's options (tagged with key_id) and the abort signal."""
+
+    reject_if_busy: bool = False  # a busy model fails at once (3040) instead of queueing
+    affinity: str | None = None  # the conversation key (affinity.py)
+    key_id: str | None = None  # the API key's id (never the key), for the gateway's metadata
+
+    def binding_options(self) -> dict[str, Any]:
+        """The options the Ai class reads itself (extraHeaders) or sends on (rejectIfBusy)."""
+        options: dict[str, Any] = {}
+        if self.reject_if_busy:
+            options["rejectIfBusy"] = True
+        if self.affinity:
+            options["extraHeaders"] = {affinity.HEADER: self.affinity}
+        return options
+
+
 class ChatModel(Protocol):
-    async def stream(self, model: str, inputs: dict[str, Any], *, timeout: float) -> Upstream:
+    async def stream(self, model: str, inputs: dict[str, Any], *, timeout: float, options: RunOptions | None = None) -> Upstream:
         """Raises UpstreamFailure, or UpstreamSilent after `timeout` seconds.
 
         The timeout is the model's to keep: in the Worker a Python (asyncio) timer would
@@ -63,6 +85,7 @@ class Context:
     settings: Settings
     model: ChatModel
     conversations: Conversations | None = None  # None: no CONVERSATIONS binding
+    key_id: str | None = None  # the id of the valid API key the request presented
 
 
 Handler = Callable[[Context], Awaitable[WebResponse]]
@@ -86,18 +109,51 @@ async def parse_body(ctx: Context) -> dict[str, Any]:
 
 async def open_upstream(ctx: Context, model: str, inputs: dict[str, Any]) -> Upstream:
     """env.AI.run(): bounded by the idle limit too, since a model that never answers is silent."""
-    budget.check(model, inputs)
+    return (await open_answer(ctx, model, inputs)).source
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Opened:
+    source: Upstream
+    model: str  # the model that answers: the one asked, or a fallback
+
+
+async def open_answer(ctx: Context, model: str, inputs: dict[str, Any], *, conversation: str | None = None) -> Opened:
+    """The first model of the asked one and AI_FALLBACK_MODELS that answers. A fallback is
+    tried only when the model before it is busy (3040) or needs a paid plan (5035), and only
+    before the first byte: once run() has answered, the answer is that model's. Every call
+    but the last is made with rejectIfBusy, so a busy model fails at once instead of queueing;
+    the last one queues, as a call without fallbacks does. `conversation`: the session key."""
+    plan = []
+    for name in fallback.candidates(model, ctx.settings.fallback_models):
+        sent = fallback.inputs_for(name, inputs, model)
+        if sent is None:
+            continue
+        if name == model:
+            budget.check(model, sent)  # the asked model's window: the client's to fix
+        elif not budget.fits(name, sent):
+            continue
+        plan.append((name, sent))
     limit = ctx.settings.give_up_after
-    try:
-        # Whatever field carried it (a tool's arguments, say), no lone surrogate goes upstream.
-        return await ctx.model.stream(model, well_formed_json(inputs), timeout=limit)
-    except UpstreamSilent:
-        log.error("env.AI.run(%r) sent nothing for %gs", model, limit)
-        raise ApiError(504, "upstream_timeout", f"The model sent nothing for {limit:g} seconds.") from None
-    except UpstreamFailure as exc:
-        error, detail = upstream_errors.classify(str(exc), model=model, now=time.time())
-        log.error("%s", detail)
-        raise error from exc
+    for i, (name, sent) in enumerate(plan):
+        last = i == len(plan) - 1
+        options = RunOptions(reject_if_busy=not last, affinity=conversation, key_id=ctx.key_id)
+        try:
+            # Whatever field carried it (a tool's arguments, say), no lone surrogate goes upstream.
+            source = await ctx.model.stream(name, well_formed_json(sent), timeout=limit, options=options)
+        except UpstreamSilent:
+            log.error("env.AI.run(%r) sent nothing for %gs", name, limit)
+            raise ApiError(504, "upstream_timeout", f"The model sent nothing for {limit:g} seconds.") from None
+        except UpstreamFailure as exc:
+            code, _ = upstream_errors.parse(str(exc))
+            error, detail = upstream_errors.classify(str(exc), model=name, now=time.time())
+            if not last and code in upstream_errors.FALLBACK_CODES:
+                log.warning("%s; trying %s", detail, plan[i + 1][0])
+                continue
+            log.error("%s", detail)
+            raise error from exc
+        return Opened(source=source, model=name)
+    raise AssertionError("the asked model is always in the plan")  # budget.check raised, or it was called
 
 
 def new_relay(ctx: Context, encoder: Encoder, max_tokens: int, model: str, stops: tuple[str, ...] = ()) -> Relay:
@@ -109,9 +165,12 @@ def new_relay(ctx: Context, encoder: Encoder, max_tokens: int, model: str, stops
 
 async def chat(ctx: Context) -> WebResponse:
     request = parse_chat(await parse_body(ctx), ctx.settings)
-    source = await open_upstream(ctx, request.model, request.ai_inputs())
-    relay = new_relay(ctx, ChatEncoder(), request.max_tokens, request.model, request.stop)
-    return WebResponse(status=200, headers=SSE_HEADERS, body=Relayed(source=source, relay=relay))
+    conversation = affinity.key([ctx.request.headers.get(affinity.HEADER)], request.messages)
+    opened = await open_answer(ctx, request.model, request.ai_inputs(), conversation=conversation)
+    # message_stop names the model only when a fallback answered instead of the one asked.
+    encoder = ChatEncoder(model=None if opened.model == request.model else opened.model)
+    relay = new_relay(ctx, encoder, request.max_tokens, opened.model, request.stop)
+    return WebResponse(status=200, headers=SSE_HEADERS, body=Relayed(source=opened.source, relay=relay))
 
 
 async def models(ctx: Context) -> WebResponse:
@@ -304,8 +363,13 @@ async def _answer(
     refusal = await guard(request, access=route.access, metered=route.metered, env=env, limiter=limiter, key_limiter=key_limiter)
     if refusal is not None:
         return route.render_error(refusal).with_headers(cors)
+    presented = bearer(request.headers) if Keys.parse(env(SECRET)) else None  # guard() found it valid
+    context = Context(
+        request=request, settings=settings, model=model, conversations=conversations,
+        key_id=key_id(presented) if presented else None,
+    )
     try:
-        response = await handler(Context(request=request, settings=settings, model=model, conversations=conversations))
+        response = await handler(context)
     except ApiError as error:
         response = route.render_error(error)
     except Exception:

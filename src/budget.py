@@ -21,7 +21,7 @@ import catalog
 from catalog import CONTEXT_WINDOWS
 from errors import ApiError
 
-__all__ = ["CONTEXT_WINDOWS", "check", "estimate"]
+__all__ = ["CONTEXT_WINDOWS", "check", "estimate", "fits"]
 
 CHARS_PER_TOKEN = 4
 MESSAGE_OVERHEAD_TOKENS = 4  # e.g. Llama 3: <|start_header_id|>role<|end_header_id|>\n\n...<|eot_id|>
@@ -63,6 +63,11 @@ def estimate(inputs: dict[str, Any]) -> int:
     output = max_tokens if isinstance(max_tokens, int) else 0
     text_tokens = math.ceil(chars / CHARS_PER_TOKEN)
     return text_tokens + IMAGE_TOKENS * images + MESSAGE_OVERHEAD_TOKENS * len(messages) + output
+
+
+def fits(model: str, inputs: dict[str, Any]) -> bool:
+    window = catalog.info(model).context_window
+    return window is None or estimate(inputs) <= window
 
 
 def check(model: str, inputs: dict[str, Any]) -> None:

@@ -1,4 +1,5 @@
-"""What this service knows about Workers AI models beyond their ids: one table of model facts.
+"""What this service knows about Workers AI models beyond their ids: one table of model facts,
+fed by the live catalog (``env.AI.models()``) when the isolate has it, else by the rules below.
 
 Reasoning models stream their chain of thought before the answer: OpenAI-shaped ones in
 `reasoning_content` / `reasoning` (gpt-oss, kimi, glm, qwq), the distilled R1 models as native
@@ -6,11 +7,22 @@ text that starts inside `<think>` without the opening tag (cloudflare/ai issue 5
 
 Every rule matches a lower-cased id, so `@cf/OpenAI/GPT-OSS-20B` is the same model as the
 catalog's spelling.
+
+The live catalog (workerd's ``Ai.models()``: GET /ai-api/models/search, its ``result``) gives
+each model's ``name``, ``task`` and ``properties``, a list of ``{"property_id", "value"}`` with
+string values: ``context_window``, ``function_calling``, ``reasoning``, ``vision``, and
+``enable_thinking`` (its chat template takes ``chat_template_kwargs.enable_thinking``). Those
+facts win over the rules for the models it lists; the rules still say what the catalog does
+not (input schema, image URLs, ``<think>`` quirks, the paid plan). The isolate keeps the facts
+as plain Python values (never a JS object: a deploy's snapshot fails on one) and asks again
+every ``AI_CATALOG_REFRESH_SECONDS``; when the call fails it keeps what it had, which before a
+first success is the rules alone.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
 
 _REASONING = ("gpt-oss", "kimi", "glm", "qwq", "deepseek-r1")
 _OPENS_THINKING = ("deepseek-r1",)
@@ -26,11 +38,16 @@ _VISION = ("gemma-4", "llama-4-scout", "kimi-k2.6", "kimi-k2.7", "mistral-small-
 _REMOTE_IMAGES = ("gemma-4", "kimi-k2.6", "kimi-k2.7", "mistral-small-3.1")
 # The catalog's `function_calling` property.
 _TOOLS = ("gemma-4", "gpt-oss", "llama-4-scout", "llama-3.3-70b", "kimi", "glm", "qwen3", "mistral-small", "hermes-2-pro")
+# Hybrid models whose chat template switches thinking on and off (`enable_thinking`).
+_SWITCHES_THINKING = ("qwen3", "glm-4.7-flash")
+# Workers Paid plan only since 2026-07-28 (the Workers AI changelog and pricing page): on the
+# Free plan they answer 403, internal code 5035. The catalog has no property for it.
+_PAID_PLAN = ("kimi-k2.6", "kimi-k2.7", "glm-5.2")
 
 # Context windows in tokens, as the Workers AI model pages give them ("Context Window";
 # the catalog's `context_window` property, cloudflare/cloudflare-docs
-# src/content/workers-ai-models/<name>.json), read 2026-11. A model not listed here is not
-# checked before the call (Workers AI still is: 5021).
+# src/content/workers-ai-models/<name>.json), read 2026-11. A model not listed here (nor in the
+# live catalog) is not checked before the call (Workers AI still is: 5021).
 CONTEXT_WINDOWS: dict[str, int] = {
     # (retired 2026-05-30)
     "@cf/meta/llama-3.1-8b-instruct": 7_968,
@@ -39,7 +56,15 @@ CONTEXT_WINDOWS: dict[str, int] = {
     "@cf/openai/gpt-oss-120b": 128_000,
     "@cf/google/gemma-4-26b-a4b-it": 256_000,
     "@cf/meta/llama-4-scout-17b-16e-instruct": 131_000,
+    "@cf/zai-org/glm-4.7-flash": 131_072,
+    "@cf/moonshotai/kimi-k2.6": 262_144,
 }
+
+REFRESH_VAR = "AI_CATALOG_REFRESH_SECONDS"
+REFRESH_SECONDS = 3600.0
+RETRY_SECONDS = 60.0  # after a failed catalog call
+# What the shell asks env.AI.models() for: the chat models, in one page.
+SEARCH = {"task": "Text Generation", "per_page": 1000}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -51,13 +76,39 @@ class ModelInfo:
     remote_images: bool = False  # ... given as https: URLs too, not only data: URLs
     tools: bool = False  # function calling
     context_window: int | None = None  # tokens; None when not known here
+    switches_thinking: bool = False  # takes chat_template_kwargs.enable_thinking
+    paid_plan: bool = False  # Workers Paid plan only (5035 on the Free plan)
+    listed: bool | None = None  # in the live catalog; None when the isolate has none
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Facts:
+    """One model as the live catalog describes it."""
+
+    context_window: int | None
+    tools: bool | None  # None: the catalog does not say (the rules do)
+    reasons: bool | None
+    vision: bool | None
+    switches_thinking: bool | None
+
+
+@dataclass(slots=True)
+class _State:
+    live: dict[str, Facts] = field(default_factory=dict)
+    loaded_at: float | None = None  # when the facts in `live` arrived (monotonic seconds)
+    next_at: float = 0.0  # when to ask again
+    error: str | None = None  # the last failure, if the last call failed
+
+
+_STATE = _State()
 
 
 def _any(tags: tuple[str, ...], name: str) -> bool:
     return any(tag in name for tag in tags)
 
 
-def info(model: str) -> ModelInfo:
+def static_info(model: str) -> ModelInfo:
+    """The rules and the table alone: the fallback, and the tests' baseline."""
     name = model.lower()
     return ModelInfo(
         reasons=_any(_REASONING, name),
@@ -67,7 +118,33 @@ def info(model: str) -> ModelInfo:
         remote_images=_any(_REMOTE_IMAGES, name),
         tools=_any(_TOOLS, name),
         context_window=CONTEXT_WINDOWS.get(name),
+        switches_thinking=_any(_SWITCHES_THINKING, name),
+        paid_plan=_any(_PAID_PLAN, name),
     )
+
+
+def info(model: str) -> ModelInfo:
+    rules = static_info(model)
+    if _STATE.loaded_at is None:
+        return rules
+    facts = _STATE.live.get(model.lower())
+    if facts is None:
+        return replace(rules, listed=False)
+    vision = _either(facts.vision, rules.vision)
+    return replace(
+        rules,
+        reasons=_either(facts.reasons, rules.reasons) or rules.opens_thinking,
+        vision=vision,
+        remote_images=vision and rules.remote_images,
+        tools=_either(facts.tools, rules.tools),
+        context_window=facts.context_window or rules.context_window,
+        switches_thinking=_either(facts.switches_thinking, rules.switches_thinking),
+        listed=True,
+    )
+
+
+def _either(said: bool | None, rule: bool) -> bool:
+    return rule if said is None else said
 
 
 def capabilities(model: str) -> dict[str, object]:
@@ -78,4 +155,100 @@ def capabilities(model: str) -> dict[str, object]:
         "vision": facts.vision,
         "tools": facts.tools,
         "reasoning": facts.reasons,
+        "paid_plan": facts.paid_plan,
     }
+
+
+# -- the live catalog -----------------------------------------------------------------------
+
+_TRUE = ("true", "1", "yes")
+
+
+def _flag(properties: dict[str, object], key: str) -> bool | None:
+    if key not in properties:
+        return None
+    value = properties[key]
+    return value is True or (isinstance(value, str) and value.strip().lower() in _TRUE)
+
+
+def _window(value: object) -> int | None:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value if value > 0 else None
+    if isinstance(value, str) and value.strip().isdigit() and value.strip().isascii():
+        number = int(value.strip())
+        return number if number > 0 else None
+    return None
+
+
+def parse(result: object) -> dict[str, Facts]:
+    """The search result as facts by lower-cased name; entries it cannot read are skipped."""
+    out: dict[str, Facts] = {}
+    if not isinstance(result, list):
+        return out
+    for entry in result:
+        if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
+            continue
+        properties: dict[str, object] = {}
+        raw = entry.get("properties")
+        for item in raw if isinstance(raw, list) else ():
+            if isinstance(item, dict) and isinstance(item.get("property_id"), str):
+                properties[item["property_id"]] = item.get("value")
+        out[entry["name"].lower()] = Facts(
+            context_window=_window(properties.get("context_window")),
+            tools=_flag(properties, "function_calling"),
+            reasons=_flag(properties, "reasoning"),
+            vision=_flag(properties, "vision"),
+            switches_thinking=_flag(properties, "enable_thinking"),
+        )
+    return out
+
+
+def refresh_seconds(lookup: Callable[[str], str | None]) -> float:
+    raw = (lookup(REFRESH_VAR) or "").strip()
+    try:
+        value = float(raw) if raw else REFRESH_SECONDS
+    except ValueError:
+        return REFRESH_SECONDS
+    return value if 0 <= value < float("inf") else REFRESH_SECONDS
+
+
+def due(now: float) -> bool:
+    return now >= _STATE.next_at
+
+
+def begin(now: float, every: float) -> None:
+    """A call is on its way: the isolate's other requests do not start another meanwhile."""
+    _STATE.next_at = now + min(every, RETRY_SECONDS)
+
+
+def loaded(result: object, now: float, every: float) -> int:
+    """The catalog answered: its facts replace the last ones. Returns how many it described;
+    an answer with none is a failure (a broken answer must not mark every model unlisted)."""
+    facts = parse(result)
+    if not facts:
+        failed("the catalog listed no model", now, every)
+        return 0
+    _STATE.live, _STATE.loaded_at, _STATE.error = facts, now, None
+    _STATE.next_at = now + every
+    return len(facts)
+
+
+def failed(reason: str, now: float, every: float) -> None:
+    _STATE.error = reason
+    _STATE.next_at = now + min(every, RETRY_SECONDS)
+
+
+def unlisted(models: Iterable[str]) -> list[str]:
+    """Of these, the models the live catalog does not list (retired or misspelled ids)."""
+    return [m for m in models if info(m).listed is False]
+
+
+def source() -> str:
+    """"live" while the isolate has catalog facts, else "static"."""
+    return "static" if _STATE.loaded_at is None else "live"
+
+
+def reset() -> None:
+    """Back to the rules alone (tests)."""
+    global _STATE
+    _STATE = _State()

@@ -2,9 +2,10 @@
 
 Events: content_block_delta {"index", "text"} for answer text; thinking_delta {"index",
 "text"} for the model's reasoning, with its own index from 0, in stream order with the
-answer; message_stop {"stop_reason", "while_thinking"?, "usage"?}; error {"error",
+answer; message_stop {"stop_reason", "while_thinking"?, "usage"?, "model"?}; error {"error",
 "message"}; done {}. "while_thinking": true appears only when the token budget ran out
-(stop_reason "length") while the model was still reasoning, before any answer text.
+(stop_reason "length") while the model was still reasoning, before any answer text;
+"model" only when a fallback model answered instead of the one asked.
 """
 
 from __future__ import annotations
@@ -26,11 +27,12 @@ def error_event(code: str, message: str) -> bytes:
 
 
 class ChatEncoder:
-    __slots__ = ("_index", "_thinking")
+    __slots__ = ("_index", "_thinking", "_model")
 
-    def __init__(self) -> None:
+    def __init__(self, *, model: str | None = None) -> None:
         self._index = 0
         self._thinking = 0
+        self._model = model
 
     def start(self) -> bytes:
         return b""
@@ -64,6 +66,8 @@ class ChatEncoder:
             data["while_thinking"] = True
         if stop.usage is not None:
             data["usage"] = stop.usage
+        if self._model is not None:
+            data["model"] = self._model
         return event("message_stop", _dumps(data)) + DONE
 
     def failed(self, failure: Failed) -> bytes:

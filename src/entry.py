@@ -20,9 +20,12 @@ from pyodide.ffi import JsException, to_js
 from workers import Response, WorkerEntrypoint
 
 import app
+import catalog
 import gateway
 import health
 import rate_limit
+import settings as config
+import upstream_errors
 from errors import ApiError, ClientGone
 from jsbody import RequestBody
 from jsstream import JsByteSource, RelayPipe, js_bind, js_object, live_streams
@@ -37,6 +40,8 @@ from conversation_object import Conversation  # noqa: E402, F401
 
 # Set by the local launcher only (no wrangler.toml environment sets it): the stats route.
 STATS_VAR = "LOCAL_DEV_STATS"
+# How long a request waits for env.AI.models() before going on with the facts it has.
+CATALOG_WAIT_MS = 2000
 
 log = logging.getLogger("entry")
 
@@ -58,7 +63,7 @@ class WorkersAi:
         self._signal = signal if signal else None
         self._record = record
 
-    async def stream(self, model: str, inputs: dict[str, Any], *, timeout: float) -> Upstream:
+    async def stream(self, model: str, inputs: dict[str, Any], *, timeout: float, options: app.RunOptions | None = None) -> Upstream:
         binding = getattr(self._env, "AI", None)
         if binding is None:
             raise ApiError(500, "server_misconfigured", "The AI binding is not configured.")
@@ -66,20 +71,25 @@ class WorkersAi:
             self._record.model = model
         if self._signal is not None and self._signal.aborted:
             raise ClientGone()
+        asked = options or app.RunOptions()
         stop = _RunStop(self._signal, timeout)
         try:
-            options = {**gateway.run_options(_lookup(self._env)), "signal": stop.signal}
-            result = await binding.run(model, js_object(inputs), js_object(options))
+            run_options = {**gateway.run_options(_lookup(self._env), asked.key_id), **asked.binding_options(), "signal": stop.signal}
+            result = await binding.run(model, js_object(inputs), js_object(run_options))
         except JsException as exc:
             if stop.signal.aborted:
                 if self._signal is not None and self._signal.aborted:
                     raise ClientGone() from exc
                 raise app.UpstreamSilent() from exc
+            if self._record is not None:
+                self._record.attempts.append((model, upstream_errors.parse(str(exc))[0]))
             raise app.UpstreamFailure(str(exc)) from exc
         finally:
             stop.release()
             if self._record is not None:
                 self._record.upstream_request_id = _last_request_id(binding)
+        if self._record is not None:
+            self._record.attempts.append((model, None))
         if getattr(getattr(result, "constructor", None), "name", None) == "ReadableStream":
             return JsByteSource(result)
         return OneShot(result=result.to_py() if hasattr(result, "to_py") else result)
@@ -89,6 +99,37 @@ class WorkersAi:
         signal to stop it), with no reader: the relay's encoder collects the answer."""
         assert isinstance(source, JsByteSource), source
         await RelayPipe(source.stream, relay, self._signal).to_end()
+
+
+async def refresh_catalog(env: Any, lookup: Lookup) -> None:
+    """Model facts from env.AI.models() when catalog.py says they are due, as Python values.
+    Bounded by CATALOG_WAIT_MS (scheduler.wait: a JS timer, nothing of Python's left behind);
+    a failure leaves the facts as they were and is logged."""
+    now = time.monotonic()
+    if not catalog.due(now):
+        return
+    every = catalog.refresh_seconds(lookup)
+    catalog.begin(now, every)
+    binding = getattr(env, "AI", None)
+    if binding is None:
+        return
+    try:
+        search = binding.models(js_object(dict(catalog.SEARCH)))
+        result = await js.Promise.race(to_js([search, js.scheduler.wait(CATALOG_WAIT_MS)]))
+        if result is None or not hasattr(result, "to_py"):
+            raise TimeoutError(f"no answer within {CATALOG_WAIT_MS} ms")
+        count = catalog.loaded(result.to_py(), time.monotonic(), every)
+    except Exception as exc:  # whatever it is, the request goes on with the facts it has
+        catalog.failed(str(exc), time.monotonic(), every)
+        log.warning("env.AI.models() failed, model facts stay %s: %s", catalog.source(), exc)
+        return
+    if count:
+        try:
+            s = config.load(lookup)
+        except config.SettingsError:
+            return  # the request itself reports it
+        if unlisted := catalog.unlisted((*s.models, *s.fallback_models)):
+            log.warning("not in the Workers AI catalog (retired or misspelled?): %s", ", ".join(unlisted))
 
 
 class _RunStop:
@@ -246,6 +287,8 @@ class Default(WorkerEntrypoint):  # type: ignore[misc]  # the SDK has no stubs
             web = WebRequest(method=record.method, url=url, path=path, headers=headers, body=body.chunks())
             model = WorkersAi(self.env, raw.signal, record)
             try:
+                if TABLE.find(path) is not None:
+                    await refresh_catalog(self.env, lookup)
                 namespace = getattr(self.env, "CONVERSATIONS", None)
                 conversations = None if namespace is None else DurableConversations(namespace, raw.signal)
                 response = await app.handle(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+import catalog
 import settings as config
 from app import app_error
 from errors import ApiError, clip
@@ -43,5 +44,6 @@ def health(method: str, env: Lookup, bindings: Iterable[str]) -> WebResponse:
         "kill_switch": "on" if disabled else "off",
         "settings": "ok" if settings_ok else "invalid",
         "bindings": sorted(bindings),
+        "catalog": catalog.source(),  # "live": this isolate has env.AI.models()'s facts
     }
     return json_response(200, body, API_HEADERS)

@@ -14,9 +14,10 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote
 
+import affinity
 import catalog
 import openai_params
-from app import Api, Context, Route, new_relay, open_upstream, parse_body
+from app import Api, Context, Route, new_relay, open_answer, parse_body
 from chat_request import parse_max_tokens, parse_model, parse_reasoning_effort
 from errors import ApiError, ClientGone, clip, invalid
 from conversation import OPENAI, parse_conversation
@@ -59,6 +60,8 @@ class CompletionRequest:
     include_usage: bool
     json_mode: bool = False
     stop: tuple[str, ...] = ()  # cut by the relay, never sent to the model
+    # The client's own conversation keys, first wins: prompt_cache_key, user (affinity.py).
+    cache_keys: tuple[str | None, ...] = ()
 
     def ai_inputs(self) -> dict[str, Any]:
         inputs: dict[str, Any] = {
@@ -133,7 +136,16 @@ def parse_completion(body: dict[str, Any], ctx: Context) -> CompletionRequest:
         stream=stream,
         include_usage=include_usage,
         json_mode=json_mode,
+        cache_keys=tuple(v if isinstance(v, str) else None for v in (body.get("prompt_cache_key"), body.get("user"))),
     )
+
+
+def openai_usage(usage: dict[str, int]) -> dict[str, Any]:
+    """Our usage in OpenAI's shape: cached prompt tokens in prompt_tokens_details."""
+    out: dict[str, Any] = {k: v for k, v in usage.items() if k != "cached_tokens"}
+    if "cached_tokens" in usage:
+        out["prompt_tokens_details"] = {"cached_tokens": usage["cached_tokens"]}
+    return out
 
 
 def call_id(completion_id: str, index: int) -> str:
@@ -199,7 +211,7 @@ class CompletionEncoder:
     def finished(self, stop: Finished) -> bytes:
         out = self._choice("{}", _string(stop.stop_reason))
         if self._include_usage and stop.usage is not None:
-            out += "data: %s[],\"usage\":%s}\n\n" % (self._head, _dumps(stop.usage))
+            out += "data: %s[],\"usage\":%s}\n\n" % (self._head, _dumps(openai_usage(stop.usage)))
         return (out + "data: [DONE]\n\n").encode()
 
     def failed(self, failure: Failed) -> bytes:
@@ -266,15 +278,17 @@ class Collector:
 
 async def completions(ctx: Context) -> WebResponse:
     request = parse_completion(await parse_body(ctx), ctx)
-    source = await open_upstream(ctx, request.model, request.ai_inputs())
+    conversation = affinity.key([ctx.request.headers.get(affinity.HEADER), *request.cache_keys], request.messages)
+    opened = await open_answer(ctx, request.model, request.ai_inputs(), conversation=conversation)
+    source, model = opened.source, opened.model  # model: the one that answers (a fallback, maybe)
     id, created = "chatcmpl-" + os.urandom(12).hex(), int(time.time())
     if request.stream:
         # A one-shot result (JSON mode) goes out as the same chunks: the shell runs relay_whole.
-        encoder = CompletionEncoder(id=id, created=created, model=request.model, include_usage=request.include_usage)
-        relay = new_relay(ctx, encoder, request.max_tokens, request.model, request.stop)
+        encoder = CompletionEncoder(id=id, created=created, model=model, include_usage=request.include_usage)
+        relay = new_relay(ctx, encoder, request.max_tokens, model, request.stop)
         return WebResponse(status=200, headers=SSE_HEADERS, body=Relayed(source=source, relay=relay))
     collector = Collector(id=id)
-    relay = new_relay(ctx, collector, request.max_tokens, request.model, request.stop)
+    relay = new_relay(ctx, collector, request.max_tokens, model, request.stop)
     if isinstance(source, OneShot):
         relay_whole(relay, source)
     else:
@@ -289,7 +303,7 @@ async def completions(ctx: Context) -> WebResponse:
         "id": id,
         "object": "chat.completion",
         "created": created,
-        "model": request.model,
+        "model": model,
         "choices": [
             {
                 "index": 0,
@@ -299,7 +313,7 @@ async def completions(ctx: Context) -> WebResponse:
         ],
     }
     if finished.usage is not None:
-        completion["usage"] = finished.usage
+        completion["usage"] = openai_usage(finished.usage)
     return json_response(200, completion)
 
 

@@ -65,17 +65,17 @@ def parse_tool_choice(value: object, tools: tuple[dict[str, Any], ...]) -> str |
         return None
     if value == "none":
         return "none"
-    if value == "required" or isinstance(value, dict):
+    if value in ("required", "any") or isinstance(value, dict):
         if not tools:
             raise invalid("tool_choice", "needs tools")
-        if value == "required":
-            return "required"
+        if value in ("required", "any"):
+            return "required"  # "any" (Anthropic's and Mistral's word) fails on vLLM-served models (8001)
         assert isinstance(value, dict)
         function = value.get("function")
         name = function.get("name") if isinstance(function, dict) else None
         if value.get("type") != "function" or set(value) != {"type", "function"} or not isinstance(name, str):
-            raise invalid("tool_choice", "must be \"none\", \"auto\", \"required\" or {\"type\": \"function\", \"function\": {\"name\": ...}}")
+            raise invalid("tool_choice", "must be \"none\", \"auto\", \"required\", \"any\" or {\"type\": \"function\", \"function\": {\"name\": ...}}")
         if name not in {t["function"]["name"] for t in tools}:
             raise invalid("tool_choice.function.name", f"{shown(name)} is not one of the tools")
         return {"type": "function", "function": {"name": name}}
-    raise invalid("tool_choice", "must be \"none\", \"auto\", \"required\" or {\"type\": \"function\", \"function\": {\"name\": ...}}")
+    raise invalid("tool_choice", "must be \"none\", \"auto\", \"required\", \"any\" or {\"type\": \"function\", \"function\": {\"name\": ...}}")

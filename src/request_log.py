@@ -84,6 +84,10 @@ class RequestLog:
     reasoning_tokens: int | None = None
     upstream_request_id: str | None = None
     malformed_frames: int = 0
+    tokens_cached: int | None = None
+    # Every model called, in order: [model, Workers AI error code or None for the one that
+    # answered]; in the line only when a fallback was tried.
+    attempts: list[tuple[str, int | None]] = field(default_factory=list)
     details: list[str] = field(default_factory=list)
     written: bool = False
 
@@ -100,6 +104,8 @@ class RequestLog:
         usage = value.get("usage")
         self.tokens_in = _count(usage, "prompt_tokens")
         self.tokens_out = _count(usage, "completion_tokens")
+        details = usage.get("prompt_tokens_details") if isinstance(usage, dict) else None
+        self.tokens_cached = _count(details, "cached_tokens")
         self.ttfb_ms = self.duration_ms = _ms(now - self.started)
 
     def relay_ended(self, relay: Relay, *, client_gone: bool, now: float) -> None:
@@ -114,6 +120,7 @@ class RequestLog:
         self.tokens_in = _count(usage, "prompt_tokens")
         self.tokens_out = _count(usage, "completion_tokens")
         self.reasoning_tokens = _count(usage, "reasoning_tokens")
+        self.tokens_cached = _count(usage, "cached_tokens")
         self.malformed_frames = relay.malformed
         self.details.extend(relay.notes)
         if relay.first_output_at is not None:
@@ -121,7 +128,7 @@ class RequestLog:
         self.duration_ms = _ms(now - self.started)
 
     def line(self) -> dict[str, object]:
-        return {
+        line: dict[str, object] = {
             "message": "request",
             "level": "error" if self.outcome == "failed" else "info",
             "request_id": self.request_id,
@@ -139,6 +146,11 @@ class RequestLog:
             "upstream_request_id": self.upstream_request_id,
             "malformed_frames": self.malformed_frames,
         }
+        if self.tokens_cached is not None:
+            line["tokens_cached"] = self.tokens_cached
+        if len(self.attempts) > 1:
+            line["attempts"] = [{"model": model, "error": error} for model, error in self.attempts]
+        return line
 
     def write(self, emit: Emit) -> None:
         """The details first (each its own line, same request id), then the request line; once."""

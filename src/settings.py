@@ -36,6 +36,9 @@ class Settings:
     ping_after: float
     give_up_after: float
     allowed_origins: tuple[str, ...]
+    # Tried in order when the model is busy (3040) or needs a paid plan (5035) before its
+    # first byte (app.open_answer); any Workers AI id, in AI_MODELS or not.
+    fallback_models: tuple[str, ...] = ()
 
 
 def chat_disabled(lookup: Lookup) -> bool:
@@ -85,6 +88,8 @@ def load(lookup: Lookup) -> Settings:
     ping_after = _number(lookup, "STREAM_PING_SECONDS", 15.0, float, 0.01, 3600.0)
     give_up_after = _number(lookup, "UPSTREAM_TIMEOUT_SECONDS", 60.0, float, 0.01, 3600.0)
     body_timeout(lookup)  # the shell times the body with it; a bad value is misconfigured here
+    # Checked here, so that a bad value is a misconfiguration before any call; gateway.py reads it.
+    _number(lookup, "AI_GATEWAY_CACHE_TTL", 0, int, 0, 31_536_000)
     return Settings(
         models=models,
         default_model=default_model,
@@ -100,6 +105,7 @@ def load(lookup: Lookup) -> Settings:
         ping_after=ping_after,
         give_up_after=give_up_after,
         allowed_origins=_list(lookup, "CORS_ALLOWED_ORIGINS"),
+        fallback_models=_fallbacks(lookup),
     )
 
 
@@ -110,3 +116,11 @@ def body_timeout(lookup: Lookup) -> float:
     """BODY_TIMEOUT_SECONDS: how long a request body may take to arrive, counted from the
     request's start. The shell reads it before the core runs, since it times the body."""
     return _number(lookup, "BODY_TIMEOUT_SECONDS", BODY_TIMEOUT_DEFAULT, float, 0.1, 3600.0)
+
+
+def _fallbacks(lookup: Lookup) -> tuple[str, ...]:
+    models = _list(lookup, "AI_FALLBACK_MODELS")
+    for model in models:
+        if not model.startswith("@") or any(c.isspace() for c in model):
+            raise SettingsError(f"AI_FALLBACK_MODELS={lookup('AI_FALLBACK_MODELS')!r}: {model!r} is not a Workers AI model id")
+    return tuple(dict.fromkeys(models))

@@ -35,6 +35,15 @@ __all__ = ["TEXT", "THINKING", "Part", "ToolCall", "Decoded", "UpstreamDecoder",
 
 USAGE_KEYS = ("prompt_tokens", "completion_tokens", "total_tokens")
 
+
+def _cached_tokens(usage: dict[str, object]) -> int | None:
+    """Prompt tokens served from the prefix cache: OpenAI's usage.prompt_tokens_details
+    .cached_tokens (what Workers AI sends, workers-ai-provider 3.1.13), or a flat cached_tokens.
+    Kept in our usage as a flat `cached_tokens`."""
+    details = usage.get("prompt_tokens_details")
+    value = details.get("cached_tokens") if isinstance(details, dict) else usage.get("cached_tokens")
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
 # The native frame as Workers AI sends it, when its text needs no JSON unescaping:
 # the text is then the match itself, and json.loads (the slow part) is skipped.
 _NATIVE = r'\{"response":"([^"\\\x00-\x1f]*)"(?:,"tool_calls":\[\])?(?:,"p":"[^"\\\x00-\x1f]*")?\}'
@@ -339,6 +348,11 @@ class UpstreamDecoder:
                 for key in USAGE_KEYS
                 if isinstance(value := usage.get(key), int) and not isinstance(value, bool)
             }
+            cached = _cached_tokens(usage)
+            if cached is None and self.usage is not None:
+                cached = self.usage.get("cached_tokens")  # a later frame that leaves it out
+            if cached is not None and clean:
+                clean["cached_tokens"] = cached
             if clean and (self.usage is None or any(clean.values())):
                 self.usage = clean
 

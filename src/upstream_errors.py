@@ -55,6 +55,12 @@ UNAVAILABLE = Meaning(
     message="The chosen model is not available; choose another model.",
     log_hint="change AI_MODELS / AI_DEFAULT_MODEL to models in the Workers AI catalog",
 )
+PAID_PLAN = Meaning(
+    status=403,
+    code="model_requires_paid_plan",
+    message="The model needs the Workers Paid plan.",
+    log_hint="the account is on the Workers Free plan: upgrade it, or remove the model from AI_MODELS",
+)
 OTHER = Meaning(status=502, code="upstream_error", message="The model could not be reached.")
 
 TABLE: dict[int, Meaning] = {
@@ -65,7 +71,13 @@ TABLE: dict[int, Meaning] = {
     5006: REJECTED,  # input validation failed
     5007: UNAVAILABLE,  # no such model
     5028: UNAVAILABLE,  # model retired
+    5035: PAID_PLAN,  # Workers Paid plan only (since 2026-07-28)
 }
+
+# Failures before the first byte after which the next of AI_FALLBACK_MODELS is tried: the
+# model is busy (rejectIfBusy) or out of this account's plan. Anything else would fail the
+# same way on another model, or is the client's to fix.
+FALLBACK_CODES = frozenset({3040, 5035})
 
 # "<code>: " with the code standing alone: not part of a longer number or a version.
 _CODE = re.compile(r"(?<![\w.])(\d{4}):\s*")
@@ -104,6 +116,11 @@ def classify(text: str, *, model: str, now: float) -> tuple[ApiError, str]:
             )
     if meaning is UNAVAILABLE:
         message = f"The model {model} is not available; choose another model."
+    if meaning is PAID_PLAN:
+        message = (
+            f"The model {model} needs the Workers Paid plan, and this service's account is on the Free plan; "
+            "choose another model (GET /api/v1/models marks the paid ones)."
+        )
     headers: tuple[tuple[str, str], ...] = ()
     if meaning.retry == "soon":
         headers = (("retry-after", str(CAPACITY_RETRY_SECONDS)),)

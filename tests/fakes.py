@@ -7,7 +7,7 @@ import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
-from app import Context
+from app import Context, RunOptions
 from relay import ByteSource, Relay, drain
 from settings import Settings
 from think_tags import Part
@@ -64,9 +64,15 @@ class FakeModel:
     make: object
     calls: list[tuple[str, dict[str, object]]] = field(default_factory=list)
     sources: list[FakeSource] = field(default_factory=list)
+    options: list[RunOptions | None] = field(default_factory=list)
+    # model id -> what stream() raises for that model (a busy or paid-plan model, say)
+    fails: dict[str, Exception] = field(default_factory=dict)
 
-    async def stream(self, model: str, inputs: dict[str, object], *, timeout: float = 60.0) -> FakeSource:
+    async def stream(self, model: str, inputs: dict[str, object], *, timeout: float = 60.0, options: RunOptions | None = None) -> FakeSource:
         self.calls.append((model, inputs))
+        self.options.append(options)
+        if model in self.fails:
+            raise self.fails[model]
         if isinstance(self.make, Exception):
             raise self.make
         source = FakeSource(list(self.make))  # type: ignore[call-overload]

@@ -8,6 +8,7 @@ it and wrangler accept).
 
 from __future__ import annotations
 
+import hashlib
 import secrets
 import time
 from collections.abc import Iterator
@@ -140,11 +141,13 @@ def test_the_limiter_trips_at_its_limit_and_recovers_per_key_and_per_address(gua
 def test_every_call_goes_through_the_ai_gateway(guarded: Runtime, runtime: Runtime) -> None:
     assert send(guarded, "POST", "/v1/chat/completions", key=KEYS[3]).status_code == 200
     call = guarded.last_call()
-    assert (call["path"], call["options"]) == ("/ai-gateway/run", {"gateway": {"id": GATEWAY}})
+    # Tagged with the key's id (never the key); wrangler.toml's fallback model: rejectIfBusy.
+    key_id = hashlib.sha256(KEYS[3].encode()).hexdigest()[:16]
+    assert (call["path"], call["options"]) == ("/ai-gateway/run", {"gateway": {"id": GATEWAY, "metadata": {"api_key_id": key_id}}, "rejectIfBusy": True})
     open_chat = httpx.post(runtime.url + "/api/v1/chat", json=CHAT, timeout=10)
     assert open_chat.status_code == 200
     call = runtime.last_call()
-    assert (call["path"], call["options"]) == ("/run", {}), call
+    assert (call["path"], call["options"]) == ("/run", {"rejectIfBusy": True}), call
 
 
 def test_a_conversation_over_the_context_window_never_reaches_the_model(guarded: Runtime) -> None:

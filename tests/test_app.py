@@ -84,8 +84,8 @@ def test_models_lists_allow_list_and_default() -> None:
     assert response.status == 200
     assert response.body == (
         b'{"models": ["m1", "@cf/openai/gpt-oss-20b"], "default": "m1", "reasoning": ["@cf/openai/gpt-oss-20b"], '
-        b'"capabilities": {"m1": {"context_window": null, "vision": false, "tools": false, "reasoning": false}, '
-        b'"@cf/openai/gpt-oss-20b": {"context_window": 128000, "vision": false, "tools": true, "reasoning": true}}, '
+        b'"capabilities": {"m1": {"context_window": null, "vision": false, "tools": false, "reasoning": false, "paid_plan": false}, '
+        b'"@cf/openai/gpt-oss-20b": {"context_window": 128000, "vision": false, "tools": true, "reasoning": true, "paid_plan": false}}, '
         b'"limits": {"max_messages": 7, "max_message_chars": 1000000, "max_body_bytes": 4962304, "max_images": 8, '
         b'"max_image_bytes": 3145728, "max_tokens_limit": 4096, "default_max_tokens": 1024}, "version": "0.2.0"}'
     )

@@ -21,7 +21,7 @@ def page(browser: Browser, runtime: Runtime) -> Iterator[Page]:
     errors: list[str] = []
     pg.on("pageerror", lambda e: errors.append(str(e)))
     pg.goto(runtime.url + "/")
-    expect(pg.locator("#model option")).to_have_count(3)
+    expect(pg.locator("#model option")).to_have_count(4)  # wrangler.toml's AI_MODELS
     yield pg
     context.close()
     assert errors == []

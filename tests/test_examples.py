@@ -80,7 +80,7 @@ def test_open_webui_settings_point_at_routes_that_answer(runtime: Runtime) -> No
     assert "http://127.0.0.1:8787/v1" in doc  # the local URL the page gives
     with runtime.client() as client:
         models = client.get("/v1/models").json()
-        assert [m["id"] for m in models["data"]] == ["@cf/google/gemma-4-26b-a4b-it", "@cf/meta/llama-3.1-8b-instruct-fast", "@cf/openai/gpt-oss-20b"]
+        assert [m["id"] for m in models["data"]] == ["@cf/google/gemma-4-26b-a4b-it", "@cf/meta/llama-3.1-8b-instruct-fast", "@cf/openai/gpt-oss-20b", "@cf/zai-org/glm-4.7-flash"]
         body = {"model": models["data"][0]["id"], "messages": MESSAGES, "stream": True, "stream_options": {"include_usage": True}}
         response = client.post("/v1/chat/completions", json=body, headers={"authorization": "Bearer unused"})
     assert response.status_code == 200 and response.text.endswith("data: [DONE]\n\n")

@@ -17,7 +17,7 @@ def test_healthy() -> None:
     assert response.status == 200
     assert json.loads(response.body) == {  # type: ignore[arg-type]
         "status": "ok", "version": "0.2.0", "environment": "production", "kill_switch": "off",
-        "settings": "ok", "bindings": ["AI", "RATE_LIMITER"],
+        "settings": "ok", "bindings": ["AI", "RATE_LIMITER"], "catalog": "static",
     }
     assert ("cache-control", "no-store") in response.headers
 

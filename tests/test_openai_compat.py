@@ -260,7 +260,7 @@ def test_model_route_takes_ids_with_slashes_and_percent_encoding() -> None:
         return response.status, json.loads(response.body)
 
     model = {"id": "@cf/meta/llama-3.1-8b-instruct", "object": "model", "created": 1795478400, "owned_by": "cloudflare",
-             "capabilities": {"context_window": 7968, "vision": False, "tools": False, "reasoning": False}}
+             "capabilities": {"context_window": 7968, "vision": False, "tools": False, "reasoning": False, "paid_plan": False}}
     assert get("/v1/models/@cf/meta/llama-3.1-8b-instruct") == (200, model)
     assert get("/v1/models/%40cf%2Fmeta%2Fllama-3.1-8b-instruct") == (200, model)
     assert get("/v1/models/@cf/nope") == (404, {"error": {

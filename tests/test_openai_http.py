@@ -80,7 +80,7 @@ def test_raw_stream_ends_with_done(runtime: Runtime) -> None:
 
 
 def test_models_list(client: openai.OpenAI) -> None:
-    assert [m.id for m in client.models.list()] == [NATIVE, "@cf/meta/llama-3.1-8b-instruct-fast", OPENAI_SHAPED]
+    assert [m.id for m in client.models.list()] == [NATIVE, "@cf/meta/llama-3.1-8b-instruct-fast", OPENAI_SHAPED, "@cf/zai-org/glm-4.7-flash"]
 
 
 def test_consumer_closing_early_cancels_the_model(client: openai.OpenAI, runtime: Runtime) -> None:

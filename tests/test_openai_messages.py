@@ -36,6 +36,7 @@ def test_tool_choice() -> None:
     tools = parse_tools([WEATHER])
     assert parse_tool_choice(None, tools) is None and parse_tool_choice("auto", tools) is None
     assert parse_tool_choice("none", ()) == "none" and parse_tool_choice("required", tools) == "required"
+    assert parse_tool_choice("any", tools) == "required"  # vLLM-served models refuse "any" (8001)
     named = {"type": "function", "function": {"name": "get_weather"}}
     assert parse_tool_choice(named, tools) == named
     for bad, field in [("required", "tool_choice"), ("always", "tool_choice"),

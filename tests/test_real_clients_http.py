@@ -160,7 +160,7 @@ def test_models_report_a_created_time_and_capabilities(client: openai.OpenAI) ->
     models = {m.id: m for m in client.models.list()}
     assert all(m.created > 1_700_000_000 for m in models.values()), models
     gemma = models[GEMMA].model_dump()
-    assert gemma["capabilities"] == {"context_window": 256_000, "vision": True, "tools": True, "reasoning": False}
+    assert gemma["capabilities"] == {"context_window": 256_000, "vision": True, "tools": True, "reasoning": False, "paid_plan": False}
 
 
 def test_a_2_mib_conversation_with_an_image_fits_and_is_answered(runtime: Runtime) -> None:

@@ -125,3 +125,25 @@ def test_log_records_become_json_lines_with_the_current_request_id() -> None:
         {"message": "env.AI.run('m') failed: 5000: boom", "level": "error", "logger": "test_request_log", "request_id": "r1"},
         {"message": "outside a request", "level": "warning", "logger": "test_request_log", "request_id": None},
     ]
+
+
+def test_cached_tokens_and_the_attempts_of_a_fallback() -> None:
+    log, r = record(), relay()
+    log.responded(200, None, now=100.01)
+    relay_whole(r, OneShot(result={"response": "Hi", "usage": {"prompt_tokens": 30, "completion_tokens": 1, "prompt_tokens_details": {"cached_tokens": 24}}}))
+    log.attempts += [("@cf/a/busy", 3040), ("@cf/b/free", None)]
+    log.relay_ended(r, client_gone=False, now=101.0)
+    [line] = written(log)
+    assert (line["tokens_in"], line["tokens_cached"]) == (30, 24)
+    assert line["attempts"] == [{"model": "@cf/a/busy", "error": 3040}, {"model": "@cf/b/free", "error": None}]
+
+
+def test_one_attempt_and_no_cache_add_nothing_to_the_line() -> None:
+    log = record()
+    log.attempts.append(("@cf/a/one", None))
+    log.responded(200, b'{"usage": {"prompt_tokens": 5, "completion_tokens": 7, "total_tokens": 12}}', now=101.0)
+    [line] = written(log)
+    assert "attempts" not in line and "tokens_cached" not in line
+    whole = record()
+    whole.responded(200, b'{"usage": {"prompt_tokens": 5, "prompt_tokens_details": {"cached_tokens": 4}}}', now=101.0)
+    assert whole.tokens_cached == 4

@@ -187,6 +187,6 @@ def test_health_on_workerd_makes_no_model_call(runtime: Runtime) -> None:
     assert response.status_code == 200 and len(response.headers["x-request-id"]) == 16
     assert response.json() == {
         "status": "ok", "version": "0.2.0", "environment": "development", "kill_switch": "off",
-        "settings": "ok", "bindings": ["AI", "CONVERSATIONS", "KEY_RATE_LIMITER", "RATE_LIMITER"],
+        "settings": "ok", "bindings": ["AI", "CONVERSATIONS", "KEY_RATE_LIMITER", "RATE_LIMITER"], "catalog": "live",
     }
     assert len(runtime.calls()) == calls

@@ -40,6 +40,8 @@ def test_lists_are_trimmed() -> None:
         ({"STREAM_PING_SECONDS": "nan"}, "STREAM_PING_SECONDS='nan'"),
         ({"BODY_TIMEOUT_SECONDS": "0"}, "BODY_TIMEOUT_SECONDS='0' must be between"),
         ({"BODY_TIMEOUT_SECONDS": "soon"}, "BODY_TIMEOUT_SECONDS='soon' is not a float"),
+        ({"AI_FALLBACK_MODELS": "@cf/a/b, llama"}, "AI_FALLBACK_MODELS='@cf/a/b, llama': 'llama' is not a Workers AI model id"),
+        ({"AI_GATEWAY_CACHE_TTL": "1h"}, "AI_GATEWAY_CACHE_TTL='1h' is not a int"),
     ],
 )
 def test_misconfiguration_names_key_and_value(env_values: dict[str, str], message: str) -> None:
@@ -50,3 +52,10 @@ def test_misconfiguration_names_key_and_value(env_values: dict[str, str], messag
 def test_body_timeout_is_read_on_its_own() -> None:
     assert body_timeout(env({})) == BODY_TIMEOUT_DEFAULT == 30.0
     assert body_timeout(env({"BODY_TIMEOUT_SECONDS": " 2.5 "})) == 2.5
+
+
+def test_fallback_models_are_an_ordered_list_without_repeats() -> None:
+    nothing: dict[str, str] = {}
+    assert load(nothing.get).fallback_models == ()
+    env = {"AI_FALLBACK_MODELS": " @cf/b/two , @cf/a/one,@cf/b/two,"}
+    assert load(env.get).fallback_models == ("@cf/b/two", "@cf/a/one")

@@ -443,3 +443,22 @@ def test_many_events_with_cr_line_ends_in_one_read(end: bytes) -> None:
     took = time.perf_counter() - started
     assert len(out.parts) == count and decoder.done
     assert took < 2.0, f"{took:.2f} s for {count} events ending in {end!r}"
+
+
+@pytest.mark.parametrize(
+    ("frames", "usage"),
+    [
+        # OpenAI's shape (Workers AI's, workers-ai-provider 3.1.13), then a trailing frame without it
+        ([{"usage": {"prompt_tokens": 9, "completion_tokens": 2, "total_tokens": 11, "prompt_tokens_details": {"cached_tokens": 6}}},
+          {"response": "", "usage": {"prompt_tokens": 9, "completion_tokens": 2, "total_tokens": 11}}],
+         {"prompt_tokens": 9, "completion_tokens": 2, "total_tokens": 11, "cached_tokens": 6}),
+        ([{"response": "", "usage": {"prompt_tokens": 9, "completion_tokens": 2, "total_tokens": 11, "cached_tokens": 0}}],
+         {"prompt_tokens": 9, "completion_tokens": 2, "total_tokens": 11, "cached_tokens": 0}),
+        ([{"response": "", "usage": {"prompt_tokens": 9, "prompt_tokens_details": {"cached_tokens": True}}}], {"prompt_tokens": 9}),
+        ([{"response": "", "usage": {"prompt_tokens": 9, "prompt_tokens_details": None}}], {"prompt_tokens": 9}),
+    ],
+)
+def test_cached_prompt_tokens_are_kept(frames: list[dict[str, Any]], usage: dict[str, int]) -> None:
+    decoder = UpstreamDecoder()
+    decoder.feed(b"".join(b"data: " + json.dumps(f).encode() + b"\n\n" for f in frames) + b"data: [DONE]\n\n")
+    assert decoder.usage == usage

@@ -68,4 +68,4 @@ def test_parse_prefers_a_known_code_and_returns_the_description() -> None:
     assert parse("1101: ctx 5021: too long") == (5021, "too long")
     assert parse("1101: Worker threw exception") == (1101, "Worker threw exception")
     assert parse("no code here") == (None, "no code here")
-    assert sorted(TABLE) == [3036, 3040, 4006, 5006, 5007, 5021, 5028]
+    assert sorted(TABLE) == [3036, 3040, 4006, 5006, 5007, 5021, 5028, 5035]

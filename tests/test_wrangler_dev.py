@@ -62,6 +62,9 @@ def test_wrangler_dev_local_serves_assets_and_the_routes_without_a_model() -> No
         assert health["bindings"] == ["AI", "CONVERSATIONS", "KEY_RATE_LIMITER", "RATE_LIMITER"] and health["environment"] == "development", health
         models = httpx.get(base + "/api/v1/models", timeout=60).json()
         assert models["default"] == "@cf/google/gemma-4-26b-a4b-it", models
+        # env.AI.models() fails here too (remote-only): the static table answers, and says so.
+        assert models["capabilities"]["@cf/google/gemma-4-26b-a4b-it"]["context_window"] == 256_000, models
+        assert httpx.get(base + "/api/v1/health", timeout=60).json()["catalog"] == "static"
         chat = httpx.post(
             base + "/api/v1/chat",
             json={"messages": [{"role": "user", "content": "hi"}]},
