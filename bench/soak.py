@@ -232,7 +232,7 @@ async def sample(client: httpx.AsyncClient, model_url: str, launcher: int, done:
     }
 
 
-async def soak(args: argparse.Namespace, url: str, model_url: str, launcher: int, log: Log) -> tuple[list[dict[str, Any]], Tally]:
+async def soak(args: argparse.Namespace, out: Path, url: str, model_url: str, launcher: int, log: Log) -> tuple[list[dict[str, Any]], Tally]:
     rng = random.Random(args.seed)
     kinds = [m for m in MIX for _ in range(m[1])]
     tally = Tally()
@@ -268,10 +268,21 @@ async def soak(args: argparse.Namespace, url: str, model_url: str, launcher: int
             print(f"[soak] {done:>7} requests {s['seconds']:>7.1f} s  objects {s['py_objects']}  wasm {s['wasm_memory'] / 2**20:.1f} MiB"
                   f"  sp {s['stack_pointer']}  rss {s['rss'] / 2**20:.0f} MiB  fatal {s['fatal']}  5xx {s['unexpected_5xx']}"
                   f"  no answer {s['no_answer']}", flush=True)
+            # Written after every batch, so a run stopped early still leaves its figures.
+            write_outputs(args, out, samples, tally, log, time.monotonic() - t0)
             if log.fatal:
                 print("[soak] workerd reported a fatal error: stopping", flush=True)
                 break
     return samples, tally
+
+
+def write_outputs(args: argparse.Namespace, out: Path, samples: list[dict[str, Any]], tally: Tally, log: Log, took: float) -> str:
+    (out / "samples.json").write_text(json.dumps({"samples": samples, "statuses": dict(tally.statuses),
+                                                  "unexpected_5xx": tally.unexpected_5xx[:200],
+                                                  "no_answer": dict(tally.no_answer), "fatal_lines": log.first_fatal}, indent=1))
+    text = report(args, out, samples, tally, log, took)
+    plot(out, samples)
+    return text
 
 
 def growth(first: dict[str, Any], last: dict[str, Any]) -> list[tuple[str, int, int]]:
@@ -285,7 +296,8 @@ def report(args: argparse.Namespace, out: Path, samples: list[dict[str, Any]], t
     done = last["requests"]
     mib = 2**20
     lines = [
-        f"# Soak: {done:,} requests on one isolate ({datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC)",
+        f"# Soak: {done:,} requests on one isolate ({datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC)"
+        + ("" if done >= args.requests else f" (of {args.requests:,} asked: figures so far)"),
         "",
         f"`python bench/soak.py --requests {args.requests} --concurrency {args.concurrency} --samples {args.samples} --seed {args.seed}`,"
         f" Pyodide bundle `{args.pyodide_dir}`; {took / 60:.1f} min, {done / took:.0f} requests/s.",
@@ -371,7 +383,7 @@ def main() -> None:
     print(f"[soak] {url} (Pyodide bundle {args.pyodide_dir or 'downloaded'}); {args.requests:,} requests, {args.concurrency} at once; out {out}", flush=True)
     t0 = time.monotonic()
     try:
-        samples, tally = asyncio.run(soak(args, url, model_url, proc.pid, log))
+        samples, tally = asyncio.run(soak(args, out, url, model_url, proc.pid, log))
     finally:
         assert proc.stdin is not None
         proc.stdin.close()
@@ -379,12 +391,7 @@ def main() -> None:
             proc.wait(timeout=20)
         except subprocess.TimeoutExpired:
             proc.kill()
-    took = time.monotonic() - t0
-    (out / "samples.json").write_text(json.dumps({"samples": samples, "statuses": dict(tally.statuses),
-                                                  "unexpected_5xx": tally.unexpected_5xx[:200],
-                                                  "no_answer": dict(tally.no_answer), "fatal_lines": log.first_fatal}, indent=1))
-    print(report(args, out, samples, tally, log, took))
-    plot(out, samples)
+    print(write_outputs(args, out, samples, tally, log, time.monotonic() - t0))
     print(f"[soak] wrote {out}/soak.md, soak.png, samples.json")
     if log.fatal or tally.unexpected_5xx:
         sys.exit(1)
