@@ -84,7 +84,7 @@ async function startModelProcess(paceMs) {
 
 // workerd's output, passed through as miniflare would (stdout to stdout, stderr to stderr), with
 // Pyodide's fatal error reported to onFatal.
-function watchRuntime(onFatal) {
+export function watchRuntime(onFatal) {
   return (stdout, stderr) => {
     for (const [stream, write] of [[stdout, (line) => console.log(line)], [stderr, (line) => console.error(line)]]) {
       readline.createInterface({ input: stream, crlfDelay: Infinity }).on("line", (line) => {
