@@ -64,10 +64,14 @@ class Log:
     fatal: int = 0
     lines: int = 0
     first_fatal: list[str] = field(default_factory=list)
+    # The Worker's own error lines (an upstream failure's detail), to explain a 5xx afterwards.
+    errors: list[str] = field(default_factory=list)
 
     def read(self, stream: Any) -> None:
         for line in stream:
             self.lines += 1
+            if '"level":"error"' in line and len(self.errors) < 200:
+                self.errors.append(line.rstrip()[:1000])
             if any(mark in line for mark in FATAL_MARKS):
                 self.fatal += 1
                 if len(self.first_fatal) < 20:
@@ -279,7 +283,8 @@ async def soak(args: argparse.Namespace, out: Path, url: str, model_url: str, la
 def write_outputs(args: argparse.Namespace, out: Path, samples: list[dict[str, Any]], tally: Tally, log: Log, took: float) -> str:
     (out / "samples.json").write_text(json.dumps({"samples": samples, "statuses": dict(tally.statuses),
                                                   "unexpected_5xx": tally.unexpected_5xx[:200],
-                                                  "no_answer": dict(tally.no_answer), "fatal_lines": log.first_fatal}, indent=1))
+                                                  "no_answer": dict(tally.no_answer), "fatal_lines": log.first_fatal,
+                                                  "error_lines": log.errors}, indent=1))
     text = report(args, out, samples, tally, log, took)
     plot(out, samples)
     return text
