@@ -7,12 +7,14 @@ PORT ?= 8787
 ENV ?=
 # e.g. BENCH_ARGS="--quick --rounds 1" for a 2-3 minute run of `make bench`
 BENCH_ARGS ?=
+# e.g. SOAK_ARGS=--short for a one-minute check of `make soak`
+SOAK_ARGS ?=
 # workerd reads its Pyodide bundle from here when set (machines without internet); unset, it
 # downloads Cloudflare's. The shared offline bundle is used when it sits beside the checkout.
 WORKERD_PYODIDE_DIR ?= $(wildcard $(abspath ../shared/workerd-pyodide))
 export WORKERD_PYODIDE_DIR
 
-.PHONY: setup dev test test-fast test-python test-js bench deploy deploy-check clean
+.PHONY: setup dev test test-fast test-python test-js bench soak pyodide-patched deploy deploy-check clean
 
 setup: .venv/.synced node_modules/.installed public/vendor/VERSIONS.json
 
@@ -58,6 +60,17 @@ deploy-check: setup
 
 bench: setup
 	$(UV) run --locked python bench/run.py $(BENCH_ARGS)
+
+# Days of traffic on one isolate (bench/soak.py): 200,000 requests, ~40 min on 2 cores. It runs
+# on .cache/pyodide-patched when `make pyodide-patched` has built it (the shared bundle still
+# has Pyodide's stack leak and dies after a few tens of thousands of requests).
+soak: setup
+	$(UV) run --locked python bench/soak.py $(SOAK_ARGS)
+
+# The shared bundle plus the stack-leak fix (scripts/pyodide-stack-fix.json); needs a git dir of
+# cloudflare/workerd: WORKERD_GIT=... make pyodide-patched. Not a dependency of `make test`.
+pyodide-patched:
+	scripts/patched-bundle.sh .cache/pyodide-patched
 
 clean:
 	rm -rf .venv node_modules .cache

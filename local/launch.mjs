@@ -11,6 +11,7 @@ import fs from "node:fs";
 import http from "node:http";
 import net from "node:net";
 import path from "node:path";
+import readline from "node:readline";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 
@@ -48,6 +49,13 @@ Local-only routes: the model's GET|DELETE /__local/calls (its own URL), the laun
 PUT /__local/vars (control URL: change vars as the dashboard does, by restarting workerd),
 and the Worker's GET /__local/stats (only with ${STATS_VAR}=1, which only this launcher sets).`;
 
+// What Pyodide prints when the isolate's Python runtime has died for good. On the pinned workerd
+// (1.20260426.1) nothing replaces such an isolate: every later request fails until workerd
+// restarts (its on_fatal hook only counts a metric; abortIsolate() came in later releases). The
+// launcher restarts workerd then, as Cloudflare replaces a condemned isolate (issue 22;
+// bench/notes/2026-11-24-pyodide-stack-leak.md).
+export const PYODIDE_FATAL = "Pyodide has suffered a fatal error";
+
 export function log(fields) {
   process.stdout.write(JSON.stringify({ t: new Date().toISOString(), source: "launcher", ...fields }) + "\n");
 }
@@ -81,6 +89,19 @@ async function startModelProcess(paceMs) {
     child.once("exit", (code) => reject(new Error(`built-in model exited (${code}): ${seen}`)));
   });
   return { child, url };
+}
+
+// workerd's output, passed through as miniflare would (stdout to stdout, stderr to stderr), with
+// Pyodide's fatal error reported to onFatal.
+export function watchRuntime(onFatal) {
+  return (stdout, stderr) => {
+    for (const [stream, write] of [[stdout, (line) => console.log(line)], [stderr, (line) => console.error(line)]]) {
+      readline.createInterface({ input: stream, crlfDelay: Infinity }).on("line", (line) => {
+        write(line);
+        if (line.includes(PYODIDE_FATAL)) onFatal();
+      });
+    }
+  };
 }
 
 export function pythonModules(mainFile) {
@@ -140,7 +161,9 @@ export async function launch({ envName, port, paceMs = 40, vars = {}, snapshot =
   // is written when the response headers leave, so it says 200 for an answer that later failed;
   // the Worker's own JSON line per request, written at the real end, is the one to read.
   // cf: false: the placeholder Request.cf, without first trying to download Cloudflare's.
+  let restartOnFatal = () => {};
   const shared = { host: "127.0.0.1", port, log: new Log(LogLevel.WARN), cf: false,
+    handleRuntimeStdio: watchRuntime(() => restartOnFatal()),
     ...(persist ? { durableObjectsPersist: path.resolve(persist) } : {}) };
 
   const snapDir = snapshotDir(await workerOptions({ envName, vars: liveVars, modelUrl: model.url }), process.env.REAL_WORKERD);
@@ -163,6 +186,19 @@ export async function launch({ envName, port, paceMs = 40, vars = {}, snapshot =
   let mode = snapshot;
   if (snapshot === "auto") mode = fs.existsSync(path.join(snapDir, "snapshot.bin")) ? "load" : "save";
   let { mf, url } = await start(mode);
+
+  let restarting = null;
+  let fatalRestarts = 0;
+  restartOnFatal = () => {
+    if (restarting) return;
+    fatalRestarts += 1;
+    log({ level: "error", message: "Pyodide fatal error: the isolate's Python runtime is dead and this workerd cannot replace it; restarting workerd", restarts: fatalRestarts });
+    restarting = workerOptions({ envName, vars: liveVars, modelUrl: model.url, ratelimit })
+      .then((options) => mf.setOptions({ ...shared, port: Number(url.port), ...options }))
+      .then(() => log({ level: "info", message: "workerd restarted after a Pyodide fatal error", restarts: fatalRestarts }))
+      .catch((err) => log({ level: "error", message: `restart after a Pyodide fatal error failed: ${err?.message ?? err}` }))
+      .finally(() => { restarting = null; });
+  };
 
   // Changing a var is a new version of the Worker, as in the dashboard: miniflare restarts workerd.
   const control = http.createServer(async (req, res) => {

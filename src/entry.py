@@ -264,6 +264,9 @@ def _stats() -> WebResponse:
         import pyodide_js  # type: ignore[import-not-found]
 
         stats["wasm_memory_bytes"] = int(pyodide_js._module.HEAPU8.byteLength)
+        # Where the Wasm stack pointer is while this route runs: a constant depth below the
+        # stack's top, so a value that creeps down across requests is a stack leak (issue 22).
+        stats["wasm_stack_pointer"] = int(pyodide_js._module.stackSave())
     except Exception as exc:  # the figure is a nicety; the counts are what the tests read
         stats["wasm_memory_error"] = repr(exc)
     return WebResponse(status=200, headers=JSON_HEADERS, body=json.dumps(stats).encode())

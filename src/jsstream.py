@@ -30,7 +30,8 @@ _COUNTS = {"created": 0, "destroyed": 0, "relays": 0, "relays_ended": 0, "client
 
 
 def live_streams() -> dict[str, Any]:
-    gc.collect()
+    # What the collection found unreachable: garbage requests left in cycles since the last one.
+    collected = gc.collect()
     objects = gc.get_objects()
     # The commonest types, so that a growing count says what grows (local stats route only).
     kinds: dict[str, int] = {}
@@ -38,7 +39,7 @@ def live_streams() -> dict[str, Any]:
         name = type(obj).__qualname__
         kinds[name] = kinds.get(name, 0) + 1
     top = dict(sorted(kinds.items(), key=lambda kv: -kv[1])[:40])
-    return {"live": len(_LIVE), **_COUNTS, "py_objects": len(objects), "py_types": top}
+    return {"live": len(_LIVE), **_COUNTS, "py_objects": len(objects), "gc_collected": collected, "py_types": top}
 
 
 def js_object(value: dict[str, Any]) -> Any:
