@@ -221,7 +221,7 @@ class Conversation(DurableObject):  # type: ignore[misc]  # the SDK has no stubs
                 return self._resume(raw.headers.get("x-after"), raw.signal)
             if op == "messages":
                 payload = json.loads(str(await raw.text()))
-                return await self._message(payload, settings, raw.signal)
+                return await self._message(url.netloc, payload, settings, raw.signal)
             raise ApiError(404, "not_found", "No such operation.")
         except ApiError as error:
             return _error(error)
@@ -254,7 +254,7 @@ class Conversation(DurableObject):  # type: ignore[misc]  # the SDK has no stubs
         live.attach(reader, signal)
         return _sse(reader.body)
 
-    async def _message(self, payload: dict[str, Any], settings: config.Settings, signal: Any) -> Response:
+    async def _message(self, id: str, payload: dict[str, Any], settings: config.Settings, signal: Any) -> Response:
         if self._turn is not None:
             raise ApiError(409, "turn_in_progress", "An answer is still being written in this conversation; wait for it or stop it.")
         if self._store.count() + 2 > settings.max_messages:
@@ -273,7 +273,9 @@ class Conversation(DurableObject):  # type: ignore[misc]  # the SDK has no stubs
 
         web = WebRequest(method="POST", url="https://conversation/messages", path="/messages", headers={}, body=_nothing())
         ctx = app.Context(request=web, settings=settings, model=WorkersAi(self.env, None))
-        source = await app.open_upstream(ctx, model, request.ai_inputs())
+        # The conversation's id is its session key: every turn reaches the replica with its cache.
+        opened = await app.open_answer(ctx, model, request.ai_inputs(), conversation=id)
+        source = opened.source
         if self._turn is not None:  # another message won the race while run() was answering
             if not isinstance(source, OneShot):
                 source.cancel()
@@ -281,7 +283,7 @@ class Conversation(DurableObject):  # type: ignore[misc]  # the SDK has no stubs
         self._store.add_message("user", payload["content"])
         turn = _Turn(self._store, self._store.start_turn(), settings.resume_grace, self._turn_done)
         self._turn = turn
-        relay = app.new_relay(ctx, turn.encoder, request.max_tokens, model, request.stop)
+        relay = app.new_relay(ctx, turn.encoder, request.max_tokens, opened.model, request.stop)
         reader = _Reader()
         turn.attach(reader, signal)
         if isinstance(source, OneShot):  # a one-shot answer: relayed whole at once

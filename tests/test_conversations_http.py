@@ -83,7 +83,9 @@ def test_a_turn_is_numbered_stored_and_the_history_kept(durable: Runtime) -> Non
     whole_turn(durable, id, "[[pace:0]] again")
     conversation = httpx.get(f"{durable.url}{BASE}/{id}", timeout=10).json()
     assert conversation["streaming"] is False and len(conversation["messages"]) == 4
-    assert durable.last_call()["inputs"]["messages"][:2] == [said[0], {"role": "assistant", "content": texts(first)}]
+    call = durable.last_call()
+    assert call["inputs"]["messages"][:2] == [said[0], {"role": "assistant", "content": texts(first)}]
+    assert call["affinity"] == id, call  # the conversation's id is its session key (issue 24)
 
 
 def test_a_reader_that_leaves_and_comes_back_gets_every_event_once_in_order(durable: Runtime) -> None:
