@@ -103,6 +103,23 @@ export interface StreamChatOptions {
 /** POST a conversation and follow the answer as it streams. Never rejects: see `outcome`. */
 export declare function streamChat(body: ChatRequest, options?: StreamChatOptions): Promise<ChatResult>;
 
+/** What foldEvent folds events into: the result so far, and whether message_stop came. */
+export interface FoldState {
+  result: ChatResult;
+  stopped: boolean;
+}
+
+/** Folds one parsed event of the chat API into `state.result`; true at `done`, when
+ *  `result.outcome` is set. streamChat and conversation-client.js read events through it. */
+export declare function foldEvent(
+  state: FoldState,
+  event: string,
+  payload: Record<string, unknown>,
+  status: number,
+  onText: (text: string, index: number) => void,
+  onThinking: (text: string, index: number) => void,
+): boolean;
+
 /** One server-sent event: the `event` field ("message" when absent) and the joined `data` lines. */
 export interface SSEEvent {
   event: string;

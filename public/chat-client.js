@@ -130,6 +130,33 @@ export function parseRetryAfter(value, now = Date.now()) {
 }
 
 /**
+ * Folds one parsed event of our protocol into `state.result` ({text, thinking, stopReason,
+ * whileThinking, usage, error, outcome}); true at `done`, when the outcome is set. Shared by
+ * streamChat and conversation-client.js, so the two read the protocol the same way.
+ */
+export function foldEvent(state, event, payload, status, onText, onThinking) {
+  const result = state.result;
+  if (event === "content_block_delta" && typeof payload.text === "string") {
+    result.text += payload.text;
+    onText(payload.text, payload.index);
+  } else if (event === "thinking_delta" && typeof payload.text === "string") {
+    result.thinking += payload.text;
+    onThinking(payload.text, payload.index);
+  } else if (event === "message_stop") {
+    state.stopped = true;
+    result.stopReason = payload.stop_reason ?? null;
+    result.whileThinking = payload.while_thinking === true;
+    result.usage = payload.usage ?? null;
+  } else if (event === "error") {
+    result.error = new ChatError(payload.error ?? "error", payload.message ?? "The answer failed.", status);
+  } else if (event === "done") {
+    result.outcome = result.error ? "failed" : state.stopped ? "complete" : "cut";
+    return true;
+  }
+  return false;
+}
+
+/**
  * POST a conversation and follow the answer as it streams.
  * Resolves (never rejects) with what happened:
  *   outcome "complete": message_stop then done; stopReason and usage set
@@ -158,29 +185,13 @@ export async function streamChat(body, {
     const retryAfter = parseRetryAfter(response.headers.get("retry-after"));
     return { ...result, outcome: "failed", error: new ChatError(code, message, response.status, retryAfter) };
   }
-  let stopped = false;
+  const state = { result, stopped: false };
   try {
     for await (const { event, data } of readEvents(response.body, signal)) {
       let payload;
       try { payload = JSON.parse(data); } catch { continue; }
       onEvent(event, payload);
-      if (event === "content_block_delta" && typeof payload.text === "string") {
-        result.text += payload.text;
-        onText(payload.text, payload.index);
-      } else if (event === "thinking_delta" && typeof payload.text === "string") {
-        result.thinking += payload.text;
-        onThinking(payload.text, payload.index);
-      } else if (event === "message_stop") {
-        stopped = true;
-        result.stopReason = payload.stop_reason ?? null;
-        result.whileThinking = payload.while_thinking === true;
-        result.usage = payload.usage ?? null;
-      } else if (event === "error") {
-        result.error = new ChatError(payload.error ?? "error", payload.message ?? "The answer failed.", response.status);
-      } else if (event === "done") {
-        result.outcome = result.error ? "failed" : stopped ? "complete" : "cut";
-        return result;
-      }
+      if (foldEvent(state, event, payload, response.status, onText, onThinking)) return result;
     }
   } catch (err) {
     if (signal?.aborted) return { ...result, outcome: "aborted" };

@@ -6,7 +6,7 @@
 //   const id = await createConversation();
 //   const result = await streamConversation(id, { content: "Hi" }, { onText: (t) => out.append(t) });
 //   // a reload: resumeConversation(id, result.lastEventId, { onText })
-import { ChatError, readEvents } from "./chat-client.js";
+import { ChatError, foldEvent, readEvents } from "./chat-client.js";
 
 const BASE = "/api/v1/conversations";
 const sleep = (ms, signal) => new Promise((resolve) => {
@@ -45,7 +45,7 @@ export async function stopConversation(id, { base = BASE, fetch = globalThis.fet
 /** Follows one answer's events, resuming after a cut; resolves like streamChat, plus lastEventId. */
 async function follow(first, id, { base, fetch, headers, signal, retries, onText, onThinking, onEvent }, start) {
   const result = { outcome: "cut", text: "", thinking: "", stopReason: null, whileThinking: false, usage: null, error: null, lastEventId: start };
-  let stopped = false;
+  const state = { result, stopped: false };
   let attempt = 0;
   let open = first;
   for (;;) {
@@ -68,23 +68,7 @@ async function follow(first, id, { base, fetch, headers, signal, retries, onText
           let payload;
           try { payload = JSON.parse(data); } catch { continue; }
           onEvent(event, payload);
-          if (event === "content_block_delta" && typeof payload.text === "string") {
-            result.text += payload.text;
-            onText(payload.text, payload.index);
-          } else if (event === "thinking_delta" && typeof payload.text === "string") {
-            result.thinking += payload.text;
-            onThinking(payload.text, payload.index);
-          } else if (event === "message_stop") {
-            stopped = true;
-            result.stopReason = payload.stop_reason ?? null;
-            result.whileThinking = payload.while_thinking === true;
-            result.usage = payload.usage ?? null;
-          } else if (event === "error") {
-            result.error = new ChatError(payload.error ?? "error", payload.message ?? "The answer failed.", response.status);
-          } else if (event === "done") {
-            result.outcome = result.error ? "failed" : stopped ? "complete" : "cut";
-            return result;
-          }
+          if (foldEvent(state, event, payload, response.status, onText, onThinking)) return result;
         }
       } catch (err) {
         result.error = new ChatError("connection_lost", `The connection was lost: ${err.message}`);
