@@ -18,10 +18,10 @@ import upstream_errors
 from api_keys import SECRET, Keys, bearer, key_id
 from chat_events import ChatEncoder
 from chat_request import check_content_type, parse_chat, parse_json, read_body, well_formed_json
-from errors import ApiError, clip
+from errors import ApiError, ClientGone, clip
 from guard import KEY_ONLY, PAGE_OR_KEY, Access, guard
 from rate_limit import Limiter
-from relay import ByteSource, Encoder, Relay, Timing, Upstream
+from relay import ByteSource, Encoder, Failed, Finished, OneShot, Relay, Timing, Upstream, relay_whole
 from settings import Lookup, Settings, SettingsError
 from version import VERSION
 from web import API_HEADERS, SSE_HEADERS, Headers, Relayed, WebRequest, WebResponse, json_response, origin_of, without_body
@@ -154,6 +154,23 @@ async def open_answer(ctx: Context, model: str, inputs: dict[str, Any], *, conve
             raise error from exc
         return Opened(source=source, model=name)
     raise AssertionError("the asked model is always in the plan")  # budget.check raised, or it was called
+
+
+async def answer_whole(ctx: Context, source: Upstream, relay: Relay) -> Finished:
+    """A non-streamed answer: the relay run to its end (its encoder keeps what it needs), a
+    one-shot result at once, a stream through the model's drain, so silence times out, not
+    length. A failure is the client's error (504 for silence, else 502); no ending at all means
+    the client went away."""
+    if isinstance(source, OneShot):
+        relay_whole(relay, source)
+    else:
+        await ctx.model.drain(source, relay)
+    ending = relay.ending
+    if isinstance(ending, Failed):
+        raise ApiError(504 if ending.code == "upstream_timeout" else 502, ending.code, ending.message)
+    if ending is None:
+        raise ClientGone()
+    return ending
 
 
 def new_relay(ctx: Context, encoder: Encoder, max_tokens: int, model: str, stops: tuple[str, ...] = ()) -> Relay:

@@ -17,12 +17,12 @@ from urllib.parse import unquote
 import affinity
 import catalog
 import openai_params
-from app import Api, Context, Route, new_relay, open_answer, parse_body
+from app import Api, Context, Route, answer_whole, new_relay, open_answer, parse_body
 from chat_request import parse_max_tokens, parse_model, parse_reasoning_effort
-from errors import ApiError, ClientGone, clip, invalid
+from errors import ApiError, clip, invalid
 from conversation import OPENAI, parse_conversation
 from openai_messages import parse_tool_choice, parse_tools
-from relay import Failed, Finished, OneShot, relay_whole
+from relay import Failed, Finished
 from sse import PING
 from sse import dumps as _dumps
 from sse import json_string as _string
@@ -289,16 +289,7 @@ async def completions(ctx: Context) -> WebResponse:
         return WebResponse(status=200, headers=SSE_HEADERS, body=Relayed(source=source, relay=relay))
     collector = Collector(id=id)
     relay = new_relay(ctx, collector, request.max_tokens, model, request.stop)
-    if isinstance(source, OneShot):
-        relay_whole(relay, source)
-    else:
-        await ctx.model.drain(source, relay)
-    if collector.failure is not None:
-        status = 504 if collector.failure.code == "upstream_timeout" else 502
-        raise ApiError(status, collector.failure.code, collector.failure.message)
-    finished = collector.finish
-    if finished is None:  # the relay ended neither way: its client went away
-        raise ClientGone()
+    finished = await answer_whole(ctx, source, relay)
     completion: dict[str, Any] = {
         "id": id,
         "object": "chat.completion",

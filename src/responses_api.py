@@ -19,13 +19,12 @@ from typing import Any
 
 import catalog
 import openai_params
-from app import Api, Context, Route, new_relay, open_upstream, parse_body
+from app import Api, Context, Route, answer_whole, new_relay, open_upstream, parse_body
 from chat_request import parse_max_tokens, parse_model
 from conversation import OPENAI, parse_conversation
-from errors import ApiError, ClientGone, clip, invalid, json_shown, shown
+from errors import ApiError, clip, invalid, json_shown, shown
 from openai_compat import CompletionRequest, openai_error
 from openai_messages import parse_tool_choice, parse_tools
-from relay import OneShot, relay_whole
 from responses_events import ResponsesEncoder
 from stop import parse_stop
 from web import SSE_HEADERS, Relayed, WebResponse, json_response
@@ -348,15 +347,8 @@ async def responses(ctx: Context) -> WebResponse:
     relay = new_relay(ctx, encoder, completion.max_tokens, completion.model, completion.stop)
     if completion.stream:
         return WebResponse(status=200, headers=SSE_HEADERS, body=Relayed(source=source, relay=relay))
-    if isinstance(source, OneShot):
-        relay_whole(relay, source)
-    else:
-        await ctx.model.drain(source, relay)
-    if encoder.failure is not None:
-        status = 504 if encoder.failure.code == "upstream_timeout" else 502
-        raise ApiError(status, encoder.failure.code, encoder.failure.message)
-    if encoder.response is None:  # the relay ended neither way: its client went away
-        raise ClientGone()
+    await answer_whole(ctx, source, relay)
+    assert encoder.response is not None  # set with every ending the relay reports
     return json_response(200, encoder.response)
 
 
