@@ -8,28 +8,21 @@ whether workerd is still running, and its output about the fatal error."""
 
 from __future__ import annotations
 
-import socket
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 import httpx
 
+from bare_workerd import free_port, serve
+
 ROOT = Path(__file__).resolve().parent.parent
 WORKER = ROOT / "bench" / "workers" / "fatal"
 
 
 def main() -> None:
-    d = Path(sys.argv[1]).resolve()
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = int(s.getsockname()[1])
-    proc = subprocess.Popen(
-        [str(ROOT / "node_modules" / ".bin" / "workerd"), "serve", "--experimental",
-         f"--pyodide-bundle-disk-cache-dir={d}/bundle", f"--pyodide-package-disk-cache-dir={d}/packages",
-         f"--socket-addr=http=127.0.0.1:{port}", "config.capnp"],
-        cwd=WORKER, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    port = free_port()
+    proc = serve(WORKER, Path(sys.argv[1]), port)
     url = f"http://127.0.0.1:{port}"
 
     def ask(path: str) -> str:

@@ -13,21 +13,16 @@ import argparse
 import asyncio
 import collections
 import random
-import socket
-import subprocess
 import time
 from pathlib import Path
 
 import httpx
 
+from bare_workerd import free_port, serve
+
 ROOT = Path(__file__).resolve().parent.parent
 WORKER = ROOT / "bench" / "workers" / "suspend"
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 async def main() -> None:
@@ -37,12 +32,7 @@ async def main() -> None:
     ap.add_argument("--concurrency", type=int, default=64)
     args = ap.parse_args()
     port = free_port()
-    d = Path(args.pyodide_dir).resolve()
-    proc = subprocess.Popen(
-        [str(ROOT / "node_modules" / ".bin" / "workerd"), "serve", "--experimental",
-         f"--pyodide-bundle-disk-cache-dir={d}/bundle", f"--pyodide-package-disk-cache-dir={d}/packages",
-         f"--socket-addr=http=127.0.0.1:{port}", "config.capnp"],
-        cwd=WORKER, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = serve(WORKER, Path(args.pyodide_dir), port)
     url = f"http://127.0.0.1:{port}"
     try:
         async with httpx.AsyncClient(timeout=60) as client:
