@@ -14,7 +14,7 @@ SOAK_ARGS ?=
 WORKERD_PYODIDE_DIR ?= $(wildcard $(abspath ../shared/workerd-pyodide))
 export WORKERD_PYODIDE_DIR
 
-.PHONY: setup dev test test-fast test-python test-js bench soak pyodide-patched deploy deploy-check clean
+.PHONY: setup lint format dev test test-fast test-python test-js bench soak pyodide-patched deploy deploy-check clean
 
 setup: .venv/.synced node_modules/.installed public/vendor/VERSIONS.json
 
@@ -37,15 +37,24 @@ public/vendor/VERSIONS.json: node_modules/.installed scripts/vendor-assets.mjs
 dev: setup
 	PORT=$(PORT) node local/launch.mjs --snapshot auto --persist .cache/durable-objects $(if $(ENV),--env $(ENV))
 
-test: setup
+test: setup lint
 	node --test tests/js/
 	$(UV) run --locked mypy
 	$(UV) run --locked pytest
 
+# ruff (pinned in uv.lock): the format is checked, never rewritten here; `make format` does.
+lint: setup
+	$(UV) run --locked ruff format --check --quiet .
+	$(UV) run --locked ruff check --quiet .
+
+format: setup
+	$(UV) run --locked ruff format .
+	$(UV) run --locked ruff check --fix .
+
 # The edit loop: the host-only tests (the core on CPython, the JS client): no workerd, no
 # browser, no wrangler.
-test-fast: setup
-	node --test tests/js/
+test-fast: setup lint
+	node --test tests/js/*.test.mjs
 	$(UV) run --locked pytest -q -m "not runtime and not browser and not wrangler" -p no:cacheprovider
 
 # pywrangler runs `uv` from PATH (its `sync` step): the pinned one is put there. It then

@@ -20,7 +20,17 @@ def serve(worker: Path, pyodide_dir: Path, port: int) -> subprocess.Popen[str]:
     """`workerd serve` of worker/config.capnp on 127.0.0.1:port, its output piped."""
     d = pyodide_dir.resolve()
     return subprocess.Popen(
-        [str(ROOT / "node_modules" / ".bin" / "workerd"), "serve", "--experimental",
-         f"--pyodide-bundle-disk-cache-dir={d}/bundle", f"--pyodide-package-disk-cache-dir={d}/packages",
-         f"--socket-addr=http=127.0.0.1:{port}", "config.capnp"],
-        cwd=worker, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        [
+            str(ROOT / "node_modules" / ".bin" / "workerd"),
+            "serve",
+            "--experimental",
+            f"--pyodide-bundle-disk-cache-dir={d}/bundle",
+            f"--pyodide-package-disk-cache-dir={d}/packages",
+            f"--socket-addr=http=127.0.0.1:{port}",
+            "config.capnp",
+        ],
+        cwd=worker,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )

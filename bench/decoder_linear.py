@@ -50,7 +50,10 @@ CASES: dict[str, tuple[Callable[[int], list[bytes]], int]] = {
     "64k events, CRLF line ends, one read": (lambda s: [native(s, b"\r\n")], 65536),
     "64k events, mixed line ends, 4 KiB reads": (lambda s: cut(mixed(s), 4096), 65536),
     "64k events, LF line ends, one read": (lambda s: [native(s, b"\n")], 65536),
-    "64k events, LF line ends, 1 read per event": (lambda s: cut(native(s, b"\n"), len(native(1, b"\n")) - 16), 65536),
+    "64k events, LF line ends, 1 read per event": (
+        lambda s: cut(native(s, b"\n"), len(native(1, b"\n")) - 16),
+        65536,
+    ),
 }
 
 
@@ -80,7 +83,7 @@ def main() -> None:
     sys.path.insert(0, str(args.src.resolve()))
     module = importlib.import_module("upstream")
     print(f"decoder: {Path(module.__file__ or '').resolve()}  python {sys.version.split()[0]}")
-    print(f"| case | seconds | x2 (time at full size / at half) |\n|---|---:|---:|")
+    print("| case | seconds | x2 (time at full size / at half) |\n|---|---:|---:|")
     for name, (make, scale) in CASES.items():
         full = best(module, make(scale), args.rounds)
         half = best(module, make(scale // 2), args.rounds)

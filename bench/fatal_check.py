@@ -13,7 +13,6 @@ import time
 from pathlib import Path
 
 import httpx
-
 from bare_workerd import free_port, serve
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -52,7 +51,11 @@ def main() -> None:
     finally:
         proc.terminate()
         out = proc.communicate(timeout=20)[0]
-        keep = [line for line in out.splitlines() if any(k in line for k in ("fatal", "abortIsolate", "Default", "Error", "error"))]
+        keep = [
+            line
+            for line in out.splitlines()
+            if any(k in line for k in ("fatal", "abortIsolate", "Default", "Error", "error"))
+        ]
         print("workerd's output (lines about the failure, first 12):")
         print("\n".join(line[:300] for line in keep[:12]))
 

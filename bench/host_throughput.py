@@ -1,7 +1,7 @@
 """Decoder + encoder throughput on host CPython: tokens per second through Relay.feed().
 
-    .venv/bin/python bench/host_throughput.py          # tokens/s through Relay.feed
-    .venv/bin/python bench/host_throughput.py frames   # us per frame through UpstreamDecoder.feed
+.venv/bin/python bench/host_throughput.py          # tokens/s through Relay.feed
+.venv/bin/python bench/host_throughput.py frames   # us per frame through UpstreamDecoder.feed
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 
-from chat_events import ChatEncoder  # noqa: E402
-from relay import Relay, Timing  # noqa: E402
-from upstream import UpstreamDecoder  # noqa: E402
+from chat_events import ChatEncoder
+from relay import Relay, Timing
+from upstream import UpstreamDecoder
 
 TIMING = Timing(ping_after=15, give_up_after=60)
 WORDS = ["stream", "edge", "token", "relay", "python", "worker", "event", "byte"]
@@ -30,14 +30,29 @@ def frames(n: int, shape: str) -> list[bytes]:
         if shape == "native":
             frame = {"response": text, "p": "abcdefgh"}
         elif shape == "native_real":  # what Workers AI sends today (issue 10)
-            frame = {"response": text, "tool_calls": [], "p": "abcdefghijklmnopqrstuvwxyz"[: 3 + i % 20]}
+            frame = {
+                "response": text,
+                "tool_calls": [],
+                "p": "abcdefghijklmnopqrstuvwxyz"[: 3 + i % 20],
+            }
         elif shape == "openai_reasoning":  # gpt-oss / kimi: reasoning first, p on every chunk
-            delta = {"content": None, "reasoning_content": text} if i < n // 2 else {"content": text}
-            frame = {"id": "x", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta, "finish_reason": None}], "p": "abcdefgh"}
+            delta = (
+                {"content": None, "reasoning_content": text} if i < n // 2 else {"content": text}
+            )
+            frame = {
+                "id": "x",
+                "object": "chat.completion.chunk",
+                "choices": [{"index": 0, "delta": delta, "finish_reason": None}],
+                "p": "abcdefgh",
+            }
         else:
-            frame = {"id": "x", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"content": text}, "finish_reason": None}]}
+            frame = {
+                "id": "x",
+                "object": "chat.completion.chunk",
+                "choices": [{"index": 0, "delta": {"content": text}, "finish_reason": None}],
+            }
         out.append(b"data: " + json.dumps(frame, separators=(",", ":")).encode() + b"\n\n")
-    return out + [b"data: [DONE]\n\n"]
+    return [*out, b"data: [DONE]\n\n"]
 
 
 def run(shape: str, n: int = 100_000) -> float:
@@ -87,10 +102,25 @@ def per_frame(kind: str, *, split: bool, number: int = 20_000, repeat: int = 7) 
 
 
 if __name__ == "__main__" and sys.argv[1:] == ["frames"]:
-    print(json.dumps({
-        **{f"{kind}_{how}_us": round(per_frame(kind, split=how == "split"), 3) for kind in ONE_FRAME for how in ("whole", "split")},
-        "python": sys.version.split()[0],
-    }))
+    print(
+        json.dumps(
+            {
+                **{
+                    f"{kind}_{how}_us": round(per_frame(kind, split=how == "split"), 3)
+                    for kind in ONE_FRAME
+                    for how in ("whole", "split")
+                },
+                "python": sys.version.split()[0],
+            }
+        )
+    )
 elif __name__ == "__main__":
     shapes = ["native", "native_real", "openai", "openai_reasoning"]
-    print(json.dumps({**{f"{s}_tokens_per_s": round(run(s)) for s in shapes}, "python": sys.version.split()[0]}))
+    print(
+        json.dumps(
+            {
+                **{f"{s}_tokens_per_s": round(run(s)) for s in shapes},
+                "python": sys.version.split()[0],
+            }
+        )
+    )

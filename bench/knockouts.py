@@ -21,28 +21,54 @@ SRC = Path(__file__).resolve().parent.parent / "src"
 CUTS: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
     "at_entry": (
         "the Worker answers 'ok' as soon as fetch() is entered (the floor of any request)",
-        [("entry.py", "        raw = request.js_object\n", "        return Response('ok')\n        raw = request.js_object\n")],
+        [
+            (
+                "entry.py",
+                "        raw = request.js_object\n",
+                "        return Response('ok')\n        raw = request.js_object\n",
+            )
+        ],
     ),
     "after_body": (
         "+ request log, routing, settings, guard, rate limiter and the body read",
-        [("app.py", "    request = parse_chat(await parse_body(ctx), ctx.settings)\n",
-          "    await parse_body(ctx)\n    return WebResponse(status=200, headers=SSE_HEADERS, body=b'ok')\n")],
+        [
+            (
+                "app.py",
+                "    request = parse_chat(await parse_body(ctx), ctx.settings)\n",
+                "    await parse_body(ctx)\n    return WebResponse(status=200, headers=SSE_HEADERS, body=b'ok')\n",
+            )
+        ],
     ),
     "after_parse": (
         "+ JSON parse and validation of the chat request",
-        [("app.py", "    request = parse_chat(await parse_body(ctx), ctx.settings)\n",
-          "    request = parse_chat(await parse_body(ctx), ctx.settings)\n"
-          "    return WebResponse(status=200, headers=SSE_HEADERS, body=b'ok')\n")],
+        [
+            (
+                "app.py",
+                "    request = parse_chat(await parse_body(ctx), ctx.settings)\n",
+                "    request = parse_chat(await parse_body(ctx), ctx.settings)\n"
+                "    return WebResponse(status=200, headers=SSE_HEADERS, body=b'ok')\n",
+            )
+        ],
     ),
     "after_run": (
         "+ env.AI.run() (the upstream is opened, then dropped)",
-        [("entry.py", '        response = response.with_headers((("x-request-id", record.request_id),))\n',
-          "        return Response('ok')\n")],
+        [
+            (
+                "entry.py",
+                '        response = response.with_headers((("x-request-id", record.request_id),))\n',
+                "        return Response('ok')\n",
+            )
+        ],
     ),
     "upstream_direct": (
         "+ the response, with the upstream stream returned untouched (no relay)",
-        [("entry.py", "            body = RelayPipe(source.stream, relay, signal, ctx, on_end).stream",
-          "            body = source.stream")],
+        [
+            (
+                "entry.py",
+                "            body = RelayPipe(source.stream, relay, signal, ctx, on_end).stream",
+                "            body = source.stream",
+            )
+        ],
     ),
 }
 
@@ -57,7 +83,9 @@ def make(out: Path, name: str) -> Path:
         path = dst / file
         source = path.read_text()
         if source.count(text) != 1:
-            raise SystemExit(f"knockout {name}: {file} has {source.count(text)} copies of {text!r}; update bench/knockouts.py")
+            raise SystemExit(
+                f"knockout {name}: {file} has {source.count(text)} copies of {text!r}; update bench/knockouts.py"
+            )
         path.write_text(source.replace(text, replacement))
     return dst
 

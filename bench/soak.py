@@ -87,7 +87,9 @@ async def post(client: httpx.AsyncClient, path: str, body: dict[str, Any]) -> tu
     return r.status_code, r.content
 
 
-async def stream_all(client: httpx.AsyncClient, path: str, body: dict[str, Any], slow: float = 0.0) -> tuple[int, bytes]:
+async def stream_all(
+    client: httpx.AsyncClient, path: str, body: dict[str, Any], slow: float = 0.0
+) -> tuple[int, bytes]:
     async with client.stream("POST", path, json=body) as r:
         parts = []
         async for chunk in r.aiter_raw():
@@ -97,7 +99,9 @@ async def stream_all(client: httpx.AsyncClient, path: str, body: dict[str, Any],
         return r.status_code, b"".join(parts)
 
 
-async def leave_early(client: httpx.AsyncClient, path: str, body: dict[str, Any]) -> tuple[int, bytes]:
+async def leave_early(
+    client: httpx.AsyncClient, path: str, body: dict[str, Any]
+) -> tuple[int, bytes]:
     """A client that reads the first bytes of a long answer and closes the connection."""
     async with client.stream("POST", path, json=body) as r:
         async for chunk in r.aiter_raw():
@@ -125,25 +129,112 @@ def tokens(rng: random.Random) -> str:
 MIX: list[tuple[str, int, frozenset[int], Send]] = [
     ("fuzz", 14, frozenset(), fuzz_body(22)),
     ("chat_stream", 14, frozenset(), lambda c, r, i: stream_all(c, CHAT, chat(tokens(r)))),
-    ("chat_reasoning", 4, frozenset(), lambda c, r, i: stream_all(c, CHAT, chat("[[think:3]] hi", model=REASONER, max_tokens=12))),
-    ("openai_stream", 10, frozenset(), lambda c, r, i: stream_all(c, COMPLETIONS, chat(tokens(r), stream=True))),
+    (
+        "chat_reasoning",
+        4,
+        frozenset(),
+        lambda c, r, i: stream_all(c, CHAT, chat("[[think:3]] hi", model=REASONER, max_tokens=12)),
+    ),
+    (
+        "openai_stream",
+        10,
+        frozenset(),
+        lambda c, r, i: stream_all(c, COMPLETIONS, chat(tokens(r), stream=True)),
+    ),
     ("openai_whole", 8, frozenset(), lambda c, r, i: post(c, COMPLETIONS, chat(tokens(r)))),
-    ("openai_tools", 2, frozenset(), lambda c, r, i: stream_all(c, COMPLETIONS, chat(
-        "[[tool:get_weather]] weather?", stream=True, model=REASONER,
-        tools=[{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}]))),
-    ("cancel_chat", 5, frozenset(), lambda c, r, i: leave_early(c, CHAT, chat("[[tokens:400]] [[pace:5]] long"))),
-    ("cancel_openai", 3, frozenset(), lambda c, r, i: leave_early(c, COMPLETIONS, chat("[[tokens:400]] [[pace:5]] long", stream=True))),
-    ("slow_reader", 2, frozenset(), lambda c, r, i: stream_all(c, CHAT, chat("[[tokens:20]] [[pace:0]] slow"), slow=0.01)),
+    (
+        "openai_tools",
+        2,
+        frozenset(),
+        lambda c, r, i: stream_all(
+            c,
+            COMPLETIONS,
+            chat(
+                "[[tool:get_weather]] weather?",
+                stream=True,
+                model=REASONER,
+                tools=[
+                    {
+                        "type": "function",
+                        "function": {
+                            "name": "get_weather",
+                            "parameters": {
+                                "type": "object",
+                                "properties": {"city": {"type": "string"}},
+                            },
+                        },
+                    }
+                ],
+            ),
+        ),
+    ),
+    (
+        "cancel_chat",
+        5,
+        frozenset(),
+        lambda c, r, i: leave_early(c, CHAT, chat("[[tokens:400]] [[pace:5]] long")),
+    ),
+    (
+        "cancel_openai",
+        3,
+        frozenset(),
+        lambda c, r, i: leave_early(
+            c, COMPLETIONS, chat("[[tokens:400]] [[pace:5]] long", stream=True)
+        ),
+    ),
+    (
+        "slow_reader",
+        2,
+        frozenset(),
+        lambda c, r, i: stream_all(c, CHAT, chat("[[tokens:20]] [[pace:0]] slow"), slow=0.01),
+    ),
     ("error_3040", 3, frozenset(), lambda c, r, i: post(c, CHAT, chat("[[error:3040]] busy"))),
-    ("error_5007", 1, frozenset({502}), lambda c, r, i: post(c, COMPLETIONS, chat("[[error:5007]] gone"))),
+    (
+        "error_5007",
+        1,
+        frozenset({502}),
+        lambda c, r, i: post(c, COMPLETIONS, chat("[[error:5007]] gone")),
+    ),
     ("error_5021", 1, frozenset(), lambda c, r, i: post(c, CHAT, chat("[[error:5021]] long"))),
     ("fault_throw", 2, frozenset({502}), lambda c, r, i: post(c, CHAT, chat("[[fault:throw]] x"))),
-    ("fault_midstream", 3, frozenset(), lambda c, r, i: stream_all(c, CHAT, chat("[[fault:midstream]] [[tokens:8]] x"))),
-    ("fault_midstream_whole", 1, frozenset({502}), lambda c, r, i: post(c, COMPLETIONS, chat("[[fault:midstream]] [[tokens:8]] x"))),
-    ("fault_malformed", 2, frozenset(), lambda c, r, i: stream_all(c, COMPLETIONS, chat("[[fault:malformed]] [[tokens:6]] x", stream=True))),
-    ("fault_nodone", 1, frozenset(), lambda c, r, i: stream_all(c, CHAT, chat("[[fault:nodone]] [[tokens:6]] x"))),
-    ("fault_split", 2, frozenset(), lambda c, r, i: stream_all(c, CHAT, chat("[[fault:split]] [[tokens:12]] x"))),
-    ("fault_nostream", 1, frozenset(), lambda c, r, i: stream_all(c, CHAT, chat("[[fault:nostream]] [[tokens:6]] x"))),
+    (
+        "fault_midstream",
+        3,
+        frozenset(),
+        lambda c, r, i: stream_all(c, CHAT, chat("[[fault:midstream]] [[tokens:8]] x")),
+    ),
+    (
+        "fault_midstream_whole",
+        1,
+        frozenset({502}),
+        lambda c, r, i: post(c, COMPLETIONS, chat("[[fault:midstream]] [[tokens:8]] x")),
+    ),
+    (
+        "fault_malformed",
+        2,
+        frozenset(),
+        lambda c, r, i: stream_all(
+            c, COMPLETIONS, chat("[[fault:malformed]] [[tokens:6]] x", stream=True)
+        ),
+    ),
+    (
+        "fault_nodone",
+        1,
+        frozenset(),
+        lambda c, r, i: stream_all(c, CHAT, chat("[[fault:nodone]] [[tokens:6]] x")),
+    ),
+    (
+        "fault_split",
+        2,
+        frozenset(),
+        lambda c, r, i: stream_all(c, CHAT, chat("[[fault:split]] [[tokens:12]] x")),
+    ),
+    (
+        "fault_nostream",
+        1,
+        frozenset(),
+        lambda c, r, i: stream_all(c, CHAT, chat("[[fault:nostream]] [[tokens:6]] x")),
+    ),
     ("models", 4, frozenset(), lambda c, r, i: get(c, "/api/v1/models")),
     ("health", 2, frozenset(), lambda c, r, i: get(c, "/api/v1/health")),
     ("v1_models", 2, frozenset(), lambda c, r, i: get(c, "/v1/models")),
@@ -198,9 +289,26 @@ def workerd_rss(launcher: int) -> int:
 def start(pyodide_dir: str, log: Log) -> tuple[subprocess.Popen[str], str, str]:
     env = dict(os.environ, WORKERD_PYODIDE_DIR=pyodide_dir)
     proc = subprocess.Popen(
-        ["node", "local/launch.mjs", "--port", "0", "--snapshot", "off", "--pace", "1",
-         "--ratelimit", "1000000000/10", "--exit-on-stdin-eof"],
-        cwd=ROOT, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        [
+            "node",
+            "local/launch.mjs",
+            "--port",
+            "0",
+            "--snapshot",
+            "off",
+            "--pace",
+            "1",
+            "--ratelimit",
+            "1000000000/10",
+            "--exit-on-stdin-eof",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     assert proc.stdout is not None
     deadline = time.monotonic() + 180
     for line in proc.stdout:
@@ -214,8 +322,15 @@ def start(pyodide_dir: str, log: Log) -> tuple[subprocess.Popen[str], str, str]:
     raise SystemExit("the launcher did not get ready")
 
 
-async def sample(client: httpx.AsyncClient, model_url: str, launcher: int, done: int, t0: float,
-                 tally: Tally, log: Log) -> dict[str, Any]:
+async def sample(
+    client: httpx.AsyncClient,
+    model_url: str,
+    launcher: int,
+    done: int,
+    t0: float,
+    tally: Tally,
+    log: Log,
+) -> dict[str, Any]:
     # Let what is in flight end (relays release their proxies on the next turn), then read.
     deadline = time.monotonic() + 10
     while True:
@@ -226,22 +341,33 @@ async def sample(client: httpx.AsyncClient, model_url: str, launcher: int, done:
     # The built-in model keeps what it received, for tests: let it go, it is not the Worker.
     await client.delete(model_url + "/__local/calls")
     return {
-        "requests": done, "seconds": round(time.monotonic() - t0, 1),
-        "py_objects": stats["py_objects"], "gc_collected": stats.get("gc_collected"),
-        "py_types": stats["py_types"], "live": stats["live"],
-        "relays": stats["relays"], "relays_ended": stats["relays_ended"],
-        "wasm_memory": stats.get("wasm_memory_bytes"), "stack_pointer": stats.get("wasm_stack_pointer"),
-        "rss": workerd_rss(launcher), "fatal": log.fatal,
-        "unexpected_5xx": len(tally.unexpected_5xx), "no_answer": sum(tally.no_answer.values()),
+        "requests": done,
+        "seconds": round(time.monotonic() - t0, 1),
+        "py_objects": stats["py_objects"],
+        "gc_collected": stats.get("gc_collected"),
+        "py_types": stats["py_types"],
+        "live": stats["live"],
+        "relays": stats["relays"],
+        "relays_ended": stats["relays_ended"],
+        "wasm_memory": stats.get("wasm_memory_bytes"),
+        "stack_pointer": stats.get("wasm_stack_pointer"),
+        "rss": workerd_rss(launcher),
+        "fatal": log.fatal,
+        "unexpected_5xx": len(tally.unexpected_5xx),
+        "no_answer": sum(tally.no_answer.values()),
     }
 
 
-async def soak(args: argparse.Namespace, out: Path, url: str, model_url: str, launcher: int, log: Log) -> tuple[list[dict[str, Any]], Tally]:
+async def soak(
+    args: argparse.Namespace, out: Path, url: str, model_url: str, launcher: int, log: Log
+) -> tuple[list[dict[str, Any]], Tally]:
     rng = random.Random(args.seed)
     kinds = [m for m in MIX for _ in range(m[1])]
     tally = Tally()
     samples: list[dict[str, Any]] = []
-    limits = httpx.Limits(max_connections=args.concurrency, max_keepalive_connections=args.concurrency)
+    limits = httpx.Limits(
+        max_connections=args.concurrency, max_keepalive_connections=args.concurrency
+    )
     async with httpx.AsyncClient(base_url=url, timeout=60, limits=limits) as client:
         t0 = time.monotonic()
         samples.append(await sample(client, model_url, launcher, 0, t0, tally, log))
@@ -251,7 +377,7 @@ async def soak(args: argparse.Namespace, out: Path, url: str, model_url: str, la
             todo = list(range(done, min(done + batch, args.requests)))
             todo.reverse()
 
-            async def worker() -> None:
+            async def worker(todo: list[int] = todo) -> None:
                 while todo:
                     i = todo.pop()
                     kind, _, allowed, send = rng.choice(kinds)
@@ -262,16 +388,23 @@ async def soak(args: argparse.Namespace, out: Path, url: str, model_url: str, la
                         tally.no_answer[f"{kind} {type(exc).__name__}"] += 1
                         continue
                     tally.statuses[f"{kind} {status}"] += 1
-                    if status >= 500 and status not in allowed and len(tally.unexpected_5xx) < 10_000:
+                    if (
+                        status >= 500
+                        and status not in allowed
+                        and len(tally.unexpected_5xx) < 10_000
+                    ):
                         tally.unexpected_5xx.append(f"#{i} {kind} {status} {body[:200]!r}")
 
             await asyncio.gather(*(worker() for _ in range(args.concurrency)))
             done = min(done + batch, args.requests)
             s = await sample(client, model_url, launcher, done, t0, tally, log)
             samples.append(s)
-            print(f"[soak] {done:>7} requests {s['seconds']:>7.1f} s  objects {s['py_objects']}  wasm {s['wasm_memory'] / 2**20:.1f} MiB"
-                  f"  sp {s['stack_pointer']}  rss {s['rss'] / 2**20:.0f} MiB  fatal {s['fatal']}  5xx {s['unexpected_5xx']}"
-                  f"  no answer {s['no_answer']}", flush=True)
+            print(
+                f"[soak] {done:>7} requests {s['seconds']:>7.1f} s  objects {s['py_objects']}  wasm {s['wasm_memory'] / 2**20:.1f} MiB"
+                f"  sp {s['stack_pointer']}  rss {s['rss'] / 2**20:.0f} MiB  fatal {s['fatal']}  5xx {s['unexpected_5xx']}"
+                f"  no answer {s['no_answer']}",
+                flush=True,
+            )
             # Written after every batch, so a run stopped early still leaves its figures.
             write_outputs(args, out, samples, tally, log, time.monotonic() - t0)
             if log.fatal:
@@ -280,11 +413,27 @@ async def soak(args: argparse.Namespace, out: Path, url: str, model_url: str, la
     return samples, tally
 
 
-def write_outputs(args: argparse.Namespace, out: Path, samples: list[dict[str, Any]], tally: Tally, log: Log, took: float) -> str:
-    (out / "samples.json").write_text(json.dumps({"samples": samples, "statuses": dict(tally.statuses),
-                                                  "unexpected_5xx": tally.unexpected_5xx[:200],
-                                                  "no_answer": dict(tally.no_answer), "fatal_lines": log.first_fatal,
-                                                  "error_lines": log.errors}, indent=1))
+def write_outputs(
+    args: argparse.Namespace,
+    out: Path,
+    samples: list[dict[str, Any]],
+    tally: Tally,
+    log: Log,
+    took: float,
+) -> str:
+    (out / "samples.json").write_text(
+        json.dumps(
+            {
+                "samples": samples,
+                "statuses": dict(tally.statuses),
+                "unexpected_5xx": tally.unexpected_5xx[:200],
+                "no_answer": dict(tally.no_answer),
+                "fatal_lines": log.first_fatal,
+                "error_lines": log.errors,
+            },
+            indent=1,
+        )
+    )
     text = report(args, out, samples, tally, log, took)
     plot(out, samples)
     return text
@@ -296,7 +445,14 @@ def growth(first: dict[str, Any], last: dict[str, Any]) -> list[tuple[str, int, 
     return sorted((r for r in rows if r[1] != r[2]), key=lambda r: -abs(r[2] - r[1]))[:12]
 
 
-def report(args: argparse.Namespace, out: Path, samples: list[dict[str, Any]], tally: Tally, log: Log, took: float) -> str:
+def report(
+    args: argparse.Namespace,
+    out: Path,
+    samples: list[dict[str, Any]],
+    tally: Tally,
+    log: Log,
+    took: float,
+) -> str:
     first, warm, last = samples[0], samples[min(1, len(samples) - 1)], samples[-1]
     done = last["requests"]
     mib = 2**20
@@ -322,8 +478,10 @@ def report(args: argparse.Namespace, out: Path, samples: list[dict[str, Any]], t
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for s in samples:
-        lines.append(f"| {s['requests']:,} | {s['seconds']} | {s['py_objects']:,} | {s['gc_collected']} | {s['wasm_memory'] / mib:.2f} |"
-                     f" {s['stack_pointer']} | {s['rss'] / mib:.0f} | {s['fatal']} | {s['unexpected_5xx']} | {s['no_answer']} |")
+        lines.append(
+            f"| {s['requests']:,} | {s['seconds']} | {s['py_objects']:,} | {s['gc_collected']} | {s['wasm_memory'] / mib:.2f} |"
+            f" {s['stack_pointer']} | {s['rss'] / mib:.0f} | {s['fatal']} | {s['unexpected_5xx']} | {s['no_answer']} |"
+        )
     lines += ["", "Python object types whose count changed from the first batch to the end:", ""]
     lines += ["| type | after batch 1 | end |", "|---|---|---|"]
     lines += [f"| {n} | {a} | {b} |" for n, a, b in growth(warm, last)] or ["| (none) | | |"]
@@ -336,7 +494,7 @@ def report(args: argparse.Namespace, out: Path, samples: list[dict[str, Any]], t
     if tally.unexpected_5xx:
         lines += ["", "First unexpected 5xx:", ""] + [f"- `{u}`" for u in tally.unexpected_5xx[:10]]
     if log.first_fatal:
-        lines += ["", "First fatal lines:", "", "```"] + log.first_fatal + ["```"]
+        lines += ["", "First fatal lines:", "", "```", *log.first_fatal, "```"]
     text = "\n".join(lines) + "\n"
     (out / "soak.md").write_text(text)
     return text
@@ -363,29 +521,44 @@ def plot(out: Path, samples: list[dict[str, Any]]) -> None:
     for ax in axes[1]:
         ax.set_xlabel("requests (thousands)")
     fatal, bad = samples[-1]["fatal"], samples[-1]["unexpected_5xx"]
-    fig.suptitle(f"Soak on one isolate: {samples[-1]['requests']:,} requests, {fatal} fatal errors, {bad} unexpected 5xx")
+    fig.suptitle(
+        f"Soak on one isolate: {samples[-1]['requests']:,} requests, {fatal} fatal errors, {bad} unexpected 5xx"
+    )
     fig.tight_layout()
     fig.savefig(out / "soak.png", dpi=90)
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--requests", type=int, default=200_000)
     ap.add_argument("--short", action="store_true", help="a quick check: 3,000 requests, 6 samples")
     ap.add_argument("--concurrency", type=int, default=16)
     ap.add_argument("--samples", type=int, default=40)
     ap.add_argument("--seed", type=int, default=22)
     patched = ROOT / ".cache" / "pyodide-patched"
-    ap.add_argument("--pyodide-dir", default=str(patched) if (patched / "bundle").is_dir() else os.environ.get("WORKERD_PYODIDE_DIR", ""))
+    ap.add_argument(
+        "--pyodide-dir",
+        default=str(patched)
+        if (patched / "bundle").is_dir()
+        else os.environ.get("WORKERD_PYODIDE_DIR", ""),
+    )
     ap.add_argument("--out", default="")
     args = ap.parse_args()
     if args.short:
         args.requests, args.samples = 3000, 6
-    out = Path(args.out or ROOT / ".cache" / "soak" / f"{datetime.datetime.now(datetime.UTC):%Y%m%dT%H%M%S}")
+    out = Path(
+        args.out
+        or ROOT / ".cache" / "soak" / f"{datetime.datetime.now(datetime.UTC):%Y%m%dT%H%M%S}"
+    )
     out.mkdir(parents=True, exist_ok=True)
     log = Log()
     proc, url, model_url = start(args.pyodide_dir, log)
-    print(f"[soak] {url} (Pyodide bundle {args.pyodide_dir or 'downloaded'}); {args.requests:,} requests, {args.concurrency} at once; out {out}", flush=True)
+    print(
+        f"[soak] {url} (Pyodide bundle {args.pyodide_dir or 'downloaded'}); {args.requests:,} requests, {args.concurrency} at once; out {out}",
+        flush=True,
+    )
     t0 = time.monotonic()
     try:
         samples, tally = asyncio.run(soak(args, out, url, model_url, proc.pid, log))

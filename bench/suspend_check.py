@@ -17,12 +17,10 @@ import time
 from pathlib import Path
 
 import httpx
-
 from bare_workerd import free_port, serve
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKER = ROOT / "bench" / "workers" / "suspend"
-
 
 
 async def main() -> None:
@@ -52,17 +50,23 @@ async def main() -> None:
                 while todo and sum(n for k, n in statuses.items() if not k.startswith("200")) < 100:
                     todo.pop()
                     try:
-                        r = await client.get(f"{url}/run/{rng.randint(0, 12)}/{rng.randint(1, 6)}", timeout=10)
+                        r = await client.get(
+                            f"{url}/run/{rng.randint(0, 12)}/{rng.randint(1, 6)}", timeout=10
+                        )
                         statuses[f"{r.status_code} {r.text[:20]}"] += 1
                     except httpx.HTTPError as exc:
                         statuses[type(exc).__name__] += 1
 
             t0 = time.monotonic()
             await asyncio.gather(*(worker() for _ in range(args.concurrency)))
-            print(f"{sum(statuses.values())} of {args.requests} requests (stopping after 100 failures), {args.concurrency} at once, {time.monotonic() - t0:.1f} s: {dict(statuses)}")
+            print(
+                f"{sum(statuses.values())} of {args.requests} requests (stopping after 100 failures), {args.concurrency} at once, {time.monotonic() - t0:.1f} s: {dict(statuses)}"
+            )
             try:
                 sp1 = int((await client.get(url + "/sp", timeout=10)).text)
-                print(f"stack pointer {sp0} -> {sp1}: {(sp0 - sp1) / args.requests:+.1f} bytes per request")
+                print(
+                    f"stack pointer {sp0} -> {sp1}: {(sp0 - sp1) / args.requests:+.1f} bytes per request"
+                )
             except (httpx.HTTPError, ValueError) as exc:
                 print(f"stack pointer {sp0} -> unreadable ({exc!r})")
     finally:

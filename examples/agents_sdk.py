@@ -16,6 +16,9 @@ prompt = sys.argv[1] if len(sys.argv) > 1 else "Say hello in five words."
 
 set_tracing_disabled(True)  # traces go to OpenAI's servers otherwise
 client = AsyncOpenAI(base_url=f"{base}/v1", api_key="unused")
-agent = Agent(name="assistant", model=OpenAIResponsesModel(model=model, openai_client=client),
-              model_settings=ModelSettings(max_tokens=256))
+agent = Agent(
+    name="assistant",
+    model=OpenAIResponsesModel(model=model, openai_client=client),
+    model_settings=ModelSettings(max_tokens=256),
+)
 print(Runner.run_sync(agent, prompt).final_output)

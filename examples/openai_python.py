@@ -1,6 +1,6 @@
 """The official openai Python SDK against this Worker: a streamed answer, printed as it arrives.
 
-    AI_CHAT_URL=http://127.0.0.1:8787 python examples/openai_python.py "Hello!"
+AI_CHAT_URL=http://127.0.0.1:8787 python examples/openai_python.py "Hello!"
 """
 
 import os

@@ -16,7 +16,9 @@ model = os.environ.get("AI_CHAT_MODEL", "@cf/openai/gpt-oss-20b")  # a model tha
 prompt = sys.argv[1] if len(sys.argv) > 1 else "What is the capital of France?"
 follow_up = sys.argv[2] if len(sys.argv) > 2 else "And of Spain?"
 
-llm = ChatOpenAI(base_url=f"{base}/v1", api_key=SecretStr("unused"), model=model, max_completion_tokens=256)
+llm = ChatOpenAI(
+    base_url=f"{base}/v1", api_key=SecretStr("unused"), model=model, max_completion_tokens=256
+)
 history: list[BaseMessage] = [HumanMessage(prompt)]
 first = llm.invoke(history)
 print(first.text)

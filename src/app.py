@@ -21,10 +21,30 @@ from chat_request import check_content_type, parse_chat, parse_json, read_body, 
 from errors import ApiError, ClientGone, clip
 from guard import KEY_ONLY, PAGE_OR_KEY, Access, guard
 from rate_limit import Limiter
-from relay import ByteSource, Encoder, Failed, Finished, OneShot, Relay, Timing, Upstream, relay_whole
+from relay import (
+    ByteSource,
+    Encoder,
+    Failed,
+    Finished,
+    OneShot,
+    Relay,
+    Timing,
+    Upstream,
+    relay_whole,
+)
 from settings import Lookup, Settings, SettingsError
 from version import VERSION
-from web import API_HEADERS, SSE_HEADERS, Headers, Relayed, WebRequest, WebResponse, json_response, origin_of, without_body
+from web import (
+    API_HEADERS,
+    SSE_HEADERS,
+    Headers,
+    Relayed,
+    WebRequest,
+    WebResponse,
+    json_response,
+    origin_of,
+    without_body,
+)
 
 log = logging.getLogger("app")
 
@@ -57,7 +77,14 @@ class RunOptions:
 
 
 class ChatModel(Protocol):
-    async def stream(self, model: str, inputs: dict[str, Any], *, timeout: float, options: RunOptions | None = None) -> Upstream:
+    async def stream(
+        self,
+        model: str,
+        inputs: dict[str, Any],
+        *,
+        timeout: float,
+        options: RunOptions | None = None,
+    ) -> Upstream:
         """Raises UpstreamFailure, or UpstreamSilent after `timeout` seconds.
 
         The timeout is the model's to keep: in the Worker a Python (asyncio) timer would
@@ -73,7 +100,9 @@ class ChatModel(Protocol):
 
 
 class Conversations(Protocol):
-    async def call(self, id: str, op: str, payload: dict[str, Any] | None = None, *, after: str | None = None) -> WebResponse:
+    async def call(
+        self, id: str, op: str, payload: dict[str, Any] | None = None, *, after: str | None = None
+    ) -> WebResponse:
         """One operation on the durable conversation `id` (its Durable Object), whose answer is
         sent on as it is: create, get, delete, messages, stream, stop."""
         ...
@@ -118,7 +147,9 @@ class Opened:
     model: str  # the model that answers: the one asked, or a fallback
 
 
-async def open_answer(ctx: Context, model: str, inputs: dict[str, Any], *, conversation: str | None = None) -> Opened:
+async def open_answer(
+    ctx: Context, model: str, inputs: dict[str, Any], *, conversation: str | None = None
+) -> Opened:
     """The first model of the asked one and AI_FALLBACK_MODELS that answers. A fallback is
     tried only when the model before it is busy (3040) or needs a paid plan (5035), and only
     before the first byte: once run() has answered, the answer is that model's. Every call
@@ -140,10 +171,14 @@ async def open_answer(ctx: Context, model: str, inputs: dict[str, Any], *, conve
         options = RunOptions(reject_if_busy=not last, affinity=conversation, key_id=ctx.key_id)
         try:
             # Whatever field carried it (a tool's arguments, say), no lone surrogate goes upstream.
-            source = await ctx.model.stream(name, well_formed_json(sent), timeout=limit, options=options)
+            source = await ctx.model.stream(
+                name, well_formed_json(sent), timeout=limit, options=options
+            )
         except UpstreamSilent:
             log.error("env.AI.run(%r) sent nothing for %gs", name, limit)
-            raise ApiError(504, "upstream_timeout", f"The model sent nothing for {limit:g} seconds.") from None
+            raise ApiError(
+                504, "upstream_timeout", f"The model sent nothing for {limit:g} seconds."
+            ) from None
         except UpstreamFailure as exc:
             code, _ = upstream_errors.parse(str(exc))
             error, detail = upstream_errors.classify(str(exc), model=name, now=time.time())
@@ -153,7 +188,9 @@ async def open_answer(ctx: Context, model: str, inputs: dict[str, Any], *, conve
             log.error("%s", detail)
             raise error from exc
         return Opened(source=source, model=name)
-    raise AssertionError("the asked model is always in the plan")  # budget.check raised, or it was called
+    raise AssertionError(
+        "the asked model is always in the plan"
+    )  # budget.check raised, or it was called
 
 
 async def answer_whole(ctx: Context, source: Upstream, relay: Relay) -> Finished:
@@ -167,17 +204,28 @@ async def answer_whole(ctx: Context, source: Upstream, relay: Relay) -> Finished
         await ctx.model.drain(source, relay)
     ending = relay.ending
     if isinstance(ending, Failed):
-        raise ApiError(504 if ending.code == "upstream_timeout" else 502, ending.code, ending.message)
+        raise ApiError(
+            504 if ending.code == "upstream_timeout" else 502, ending.code, ending.message
+        )
     if ending is None:
         raise ClientGone()
     return ending
 
 
-def new_relay(ctx: Context, encoder: Encoder, max_tokens: int, model: str, stops: tuple[str, ...] = ()) -> Relay:
+def new_relay(
+    ctx: Context, encoder: Encoder, max_tokens: int, model: str, stops: tuple[str, ...] = ()
+) -> Relay:
     s = ctx.settings
     timing = Timing(ping_after=s.ping_after, give_up_after=s.give_up_after)
     opens = catalog.info(model).opens_thinking
-    return Relay(encoder, timing, now=time.monotonic(), max_tokens=max_tokens, opens_thinking=opens, stops=stops)
+    return Relay(
+        encoder,
+        timing,
+        now=time.monotonic(),
+        max_tokens=max_tokens,
+        opens_thinking=opens,
+        stops=stops,
+    )
 
 
 async def chat(ctx: Context) -> WebResponse:
@@ -187,7 +235,9 @@ async def chat(ctx: Context) -> WebResponse:
     # message_stop names the model only when a fallback answered instead of the one asked.
     encoder = ChatEncoder(model=None if opened.model == request.model else opened.model)
     relay = new_relay(ctx, encoder, request.max_tokens, opened.model, request.stop)
-    return WebResponse(status=200, headers=SSE_HEADERS, body=Relayed(source=opened.source, relay=relay))
+    return WebResponse(
+        status=200, headers=SSE_HEADERS, body=Relayed(source=opened.source, relay=relay)
+    )
 
 
 async def models(ctx: Context) -> WebResponse:
@@ -260,7 +310,9 @@ class RouteTable:
             routes={path: route for api in apis for path, route in api.routes.items()},
             apis=apis,
             prefix_routes=tuple(item for api in apis for item in api.prefix_routes.items()),
-            pattern_routes=tuple((re.compile(p), r) for api in apis for p, r in api.pattern_routes.items()),
+            pattern_routes=tuple(
+                (re.compile(p), r) for api in apis for p, r in api.pattern_routes.items()
+            ),
         )
 
     def find(self, path: str) -> Route | None:
@@ -278,19 +330,24 @@ class RouteTable:
         return None
 
     def not_found(self, path: str) -> WebResponse:
-        render = next((api.render_error for api in self.apis if path.startswith(api.prefix)), app_error)
+        render = next(
+            (api.render_error for api in self.apis if path.startswith(api.prefix)), app_error
+        )
         return render(ApiError(404, "not_found", f"no route for {clip(path)}"))
 
 
 CHAT_API = Api(
     prefix="/api/",
     routes={
-        "/api/v1/chat": Route(methods={"POST": chat}, render_error=app_error, access=PAGE_OR_KEY, metered=True),
-        "/api/v1/models": Route(methods={"GET": models}, render_error=app_error, access=PAGE_OR_KEY),
+        "/api/v1/chat": Route(
+            methods={"POST": chat}, render_error=app_error, access=PAGE_OR_KEY, metered=True
+        ),
+        "/api/v1/models": Route(
+            methods={"GET": models}, render_error=app_error, access=PAGE_OR_KEY
+        ),
     },
     render_error=app_error,
 )
-
 
 
 def cors_headers(request: WebRequest, allowed: tuple[str, ...]) -> Headers | None:
@@ -311,14 +368,18 @@ def preflight(request: WebRequest, route: Route, cors: Headers) -> WebResponse:
     headers: Headers = (("allow", route.allow),)
     if not cors or request.headers.get("access-control-request-method") is None:
         return WebResponse(status=204, headers=headers)
-    headers = cors + (
+    headers = (
+        *cors,
         ("access-control-allow-methods", route.allow),
         ("access-control-max-age", "86400"),
         *headers,
     )
     wanted = request.headers.get("access-control-request-headers")
     if wanted:
-        headers += (("access-control-allow-headers", wanted), ("vary", "Access-Control-Request-Headers"))
+        headers += (
+            ("access-control-allow-headers", wanted),
+            ("vary", "Access-Control-Request-Headers"),
+        )
     return WebResponse(status=204, headers=headers)
 
 
@@ -333,7 +394,9 @@ async def handle(
     conversations: Conversations | None = None,
 ) -> WebResponse:
     """Every answer, error or not, leaves through here with API_HEADERS."""
-    answer = (await _answer(request, env, model, table, limiter, key_limiter, conversations)).with_headers(API_HEADERS)
+    answer = (
+        await _answer(request, env, model, table, limiter, key_limiter, conversations)
+    ).with_headers(API_HEADERS)
     return without_body(answer) if request.method == "HEAD" else answer
 
 
@@ -377,12 +440,24 @@ async def _answer(
             headers=(("allow", route.allow),),
         )
         return route.render_error(error).with_headers(cors)
-    refusal = await guard(request, access=route.access, metered=route.metered, env=env, limiter=limiter, key_limiter=key_limiter)
+    refusal = await guard(
+        request,
+        access=route.access,
+        metered=route.metered,
+        env=env,
+        limiter=limiter,
+        key_limiter=key_limiter,
+    )
     if refusal is not None:
         return route.render_error(refusal).with_headers(cors)
-    presented = bearer(request.headers) if Keys.parse(env(SECRET)) else None  # guard() found it valid
+    presented = (
+        bearer(request.headers) if Keys.parse(env(SECRET)) else None
+    )  # guard() found it valid
     context = Context(
-        request=request, settings=settings, model=model, conversations=conversations,
+        request=request,
+        settings=settings,
+        model=model,
+        conversations=conversations,
         key_id=key_id(presented) if presented else None,
     )
     try:

@@ -24,7 +24,9 @@ from errors import ApiError
 __all__ = ["CONTEXT_WINDOWS", "check", "estimate", "fits"]
 
 CHARS_PER_TOKEN = 4
-MESSAGE_OVERHEAD_TOKENS = 4  # e.g. Llama 3: <|start_header_id|>role<|end_header_id|>\n\n...<|eot_id|>
+MESSAGE_OVERHEAD_TOKENS = (
+    4  # e.g. Llama 3: <|start_header_id|>role<|end_header_id|>\n\n...<|eot_id|>
+)
 # Gemma 3/4 encode an image in 256-1,120 tokens, Llama 4 in 144 per tile (up to 16 tiles and
 # a global one): the high end of either, so an estimate never runs low on images.
 IMAGE_TOKENS = 2_500
@@ -58,7 +60,9 @@ def estimate(inputs: dict[str, Any]) -> int:
         text, pictures = _content(m.get("content"))
         chars += text + sum(_chars(m[k]) for k in ("reasoning", "tool_calls") if m.get(k))
         images += pictures
-    chars += sum(_chars(v) for k, v in inputs.items() if k != "messages" and isinstance(v, (list, dict)))
+    chars += sum(
+        _chars(v) for k, v in inputs.items() if k != "messages" and isinstance(v, (list, dict))
+    )
     max_tokens = inputs.get("max_tokens")
     output = max_tokens if isinstance(max_tokens, int) else 0
     text_tokens = math.ceil(chars / CHARS_PER_TOKEN)

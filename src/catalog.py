@@ -37,7 +37,17 @@ _VISION = ("gemma-4", "llama-4-scout", "kimi-k2.6", "kimi-k2.7", "mistral-small-
 # with data (e.g. data:image/jpeg;base64,...). HTTP URL will not be accepted".
 _REMOTE_IMAGES = ("gemma-4", "kimi-k2.6", "kimi-k2.7", "mistral-small-3.1")
 # The catalog's `function_calling` property.
-_TOOLS = ("gemma-4", "gpt-oss", "llama-4-scout", "llama-3.3-70b", "kimi", "glm", "qwen3", "mistral-small", "hermes-2-pro")
+_TOOLS = (
+    "gemma-4",
+    "gpt-oss",
+    "llama-4-scout",
+    "llama-3.3-70b",
+    "kimi",
+    "glm",
+    "qwen3",
+    "mistral-small",
+    "hermes-2-pro",
+)
 # Hybrid models whose chat template switches thinking on and off (`enable_thinking`).
 _SWITCHES_THINKING = ("qwen3", "glm-4.7-flash")
 # Workers Paid plan only since 2026-07-28 (the Workers AI changelog and pricing page): on the
@@ -244,7 +254,7 @@ def unlisted(models: Iterable[str]) -> list[str]:
 
 
 def source() -> str:
-    """"live" while the isolate has catalog facts, else "static"."""
+    """ "live" while the isolate has catalog facts, else "static"."""
     return "static" if _STATE.loaded_at is None else "live"
 
 

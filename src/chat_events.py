@@ -27,7 +27,7 @@ def error_event(code: str, message: str) -> bytes:
 
 
 class ChatEncoder:
-    __slots__ = ("_index", "_thinking", "_model")
+    __slots__ = ("_index", "_model", "_thinking")
 
     def __init__(self, *, model: str | None = None) -> None:
         self._index = 0

@@ -88,7 +88,11 @@ def parse_json(body: bytes) -> dict[str, Any]:
     if not body.strip():
         raise ApiError(400, "invalid_json", "request body is empty; expected a JSON object")
     if body.startswith(b"\xef\xbb\xbf"):
-        raise ApiError(400, "invalid_json", "request body starts with a byte order mark; send UTF-8 without one")
+        raise ApiError(
+            400,
+            "invalid_json",
+            "request body starts with a byte order mark; send UTF-8 without one",
+        )
     json_limits.check(body)
     try:
         value = json.loads(body.decode("utf-8"), parse_constant=_reject_constant)
@@ -206,7 +210,9 @@ def parse_reasoning_effort(value: object) -> str | None:
 def parse_chat(body: dict[str, Any], settings: Settings) -> ChatRequest:
     reject_unknown(body, CHAT_FIELDS)
     model = parse_model(body.get("model"), settings)
-    conversation = parse_conversation(body.get("messages"), settings, dialect=CHAT, model=model, facts=catalog.info(model))
+    conversation = parse_conversation(
+        body.get("messages"), settings, dialect=CHAT, model=model, facts=catalog.info(model)
+    )
     return ChatRequest(
         messages=conversation.messages,
         model=model,

@@ -33,13 +33,28 @@ class Dialect:
 
 
 OPENAI = Dialect(
-    roles={"system": "system", "developer": "system", "user": "user", "assistant": "assistant", "tool": "tool"},
+    roles={
+        "system": "system",
+        "developer": "system",
+        "user": "user",
+        "assistant": "assistant",
+        "tool": "tool",
+    },
     tools=True,
 )
 CHAT = Dialect(roles={"system": "system", "user": "user", "assistant": "assistant"}, tools=False)
 
 # What an SDK puts on the assistant message it built from an answer, and sends back.
-ROUND_TRIP = ("reasoning", "reasoning_content", "reasoning_details", "refusal", "parsed", "annotations", "audio", "function_call")
+ROUND_TRIP = (
+    "reasoning",
+    "reasoning_content",
+    "reasoning_details",
+    "refusal",
+    "parsed",
+    "annotations",
+    "audio",
+    "function_call",
+)
 FIELDS = {
     "system": ("role", "content", "name"),
     "developer": ("role", "content", "name"),
@@ -129,7 +144,9 @@ class _Reader:
         elif sent_as == "tool":
             call_id = item.get("tool_call_id")
             if not isinstance(call_id, str) or not call_id:
-                raise invalid(f"{where}.tool_call_id", "must be the id of the tool call this answers")
+                raise invalid(
+                    f"{where}.tool_call_id", "must be the id of the tool call this answers"
+                )
             message["tool_call_id"] = call_id
         return message
 
@@ -151,7 +168,9 @@ class _Reader:
             raise invalid(field, "must not be empty")
         return text
 
-    def parts(self, field: str, value: list[object], role: str) -> tuple[str | list[dict[str, Any]], int]:
+    def parts(
+        self, field: str, value: list[object], role: str
+    ) -> tuple[str | list[dict[str, Any]], int]:
         """Text parts joined into one string; with images, the parts as Workers AI takes them."""
         out: list[dict[str, Any]] = []
         size = 0
@@ -168,13 +187,21 @@ class _Reader:
                 size += len(text)
                 out.append({"type": "text", "text": text})
             elif kind == "image_url" and role == "user":
-                out.append({"type": "image_url", "image_url": {"url": self.image(at, part.get("image_url"))}})
+                out.append(
+                    {
+                        "type": "image_url",
+                        "image_url": {"url": self.image(at, part.get("image_url"))},
+                    }
+                )
                 has_image = True
             elif kind == "refusal" and role == "assistant":
                 continue  # the SDK's own record of a refusal: nothing the model needs
             else:
                 allowed = "text and image_url" if role == "user" else "text"
-                raise invalid(f"{at}.type", f"{shown(kind)} parts are not supported here; {role} messages take {allowed} parts")
+                raise invalid(
+                    f"{at}.type",
+                    f"{shown(kind)} parts are not supported here; {role} messages take {allowed} parts",
+                )
         if has_image:
             return out, size
         return "".join(p["text"] for p in out), size
@@ -182,7 +209,9 @@ class _Reader:
     def image(self, at: str, value: object) -> str:
         url = value.get("url") if isinstance(value, dict) else value
         if not isinstance(url, str):
-            raise invalid(f"{at}.image_url.url", "must be a data:image/...;base64 URL or an https: URL")
+            raise invalid(
+                f"{at}.image_url.url", "must be a data:image/...;base64 URL or an https: URL"
+            )
         if not self.facts.vision:
             raise ApiError(
                 400,
@@ -193,13 +222,17 @@ class _Reader:
         self.images += 1
         limit = self.settings.max_images
         if self.images > limit:
-            raise ApiError(400, "too_many_images", f"{at}: more than {limit} images in one request", param=at)
+            raise ApiError(
+                400, "too_many_images", f"{at}: more than {limit} images in one request", param=at
+            )
         head = _DATA_URL.match(url)
         if head is not None:
             try:
-                size = len(binascii.a2b_base64(url[head.end():], strict_mode=True))
+                size = len(binascii.a2b_base64(url[head.end() :], strict_mode=True))
             except binascii.Error:
-                raise invalid(f"{at}.image_url.url", "is not valid base64 after data:image/...;base64,") from None
+                raise invalid(
+                    f"{at}.image_url.url", "is not valid base64 after data:image/...;base64,"
+                ) from None
             if size > self.settings.max_image_bytes:
                 raise ApiError(
                     400,
@@ -210,7 +243,10 @@ class _Reader:
             return url
         if url.startswith("https://") and len(url) <= MAX_IMAGE_URL:
             if not self.facts.remote_images:
-                raise invalid(f"{at}.image_url.url", f"{self.model} takes images only as data:image/...;base64 URLs")
+                raise invalid(
+                    f"{at}.image_url.url",
+                    f"{self.model} takes images only as data:image/...;base64 URLs",
+                )
             return url
         kinds = ", ".join(IMAGE_TYPES)
         raise invalid(
@@ -224,11 +260,15 @@ class _Reader:
             if value is not None and not isinstance(value, types):
                 raise invalid(f"{where}.{key}", f"must be {described}")
         if item.get("function_call") is not None:
-            raise invalid(f"{where}.function_call", "legacy function calls are not supported: send tool_calls")
+            raise invalid(
+                f"{where}.function_call", "legacy function calls are not supported: send tool_calls"
+            )
         calls = item.get("tool_calls")
         if calls:
             if not self.dialect.tools:
-                raise invalid(f"{where}.tool_calls", "this API has no tools: use /v1/chat/completions")
+                raise invalid(
+                    f"{where}.tool_calls", "this API has no tools: use /v1/chat/completions"
+                )
             message["tool_calls"] = tool_calls(f"{where}.tool_calls", calls, self.settings)
         elif calls is not None and calls != []:
             raise invalid(f"{where}.tool_calls", "must be an array of tool calls or null")
@@ -255,7 +295,9 @@ def tool_calls(where: str, value: object, settings: Settings) -> list[dict[str, 
     for i, call in enumerate(value):
         at = f"{where}[{i}]"
         if not isinstance(call, dict):
-            raise invalid(at, "must be {\"id\", \"type\": \"function\", \"function\": {\"name\", \"arguments\"}}")
+            raise invalid(
+                at, 'must be {"id", "type": "function", "function": {"name", "arguments"}}'
+            )
         for key in call:
             # index: the openai SDKs keep it when they rebuild a streamed message
             if key not in ("id", "type", "function", "index"):
@@ -263,21 +305,29 @@ def tool_calls(where: str, value: object, settings: Settings) -> list[dict[str, 
         if not isinstance(call.get("id"), str) or not call["id"]:
             raise invalid(f"{at}.id", "must be a non-empty string")
         if call.get("type") != "function":
-            raise invalid(f"{at}.type", "must be \"function\"")
+            raise invalid(f"{at}.type", 'must be "function"')
         function = call.get("function")
         if not isinstance(function, dict):
-            raise invalid(f"{at}.function", "must be {\"name\", \"arguments\"}")
+            raise invalid(f"{at}.function", 'must be {"name", "arguments"}')
         if not isinstance(function.get("name"), str) or not function["name"]:
             raise invalid(f"{at}.function.name", "must be a non-empty string")
         arguments = function.get("arguments")
         if not isinstance(arguments, str):
             raise invalid(f"{at}.function.arguments", "must be a string (JSON text)")
         too_long(f"{at}.function.arguments", len(arguments), settings)
-        calls.append({"id": call["id"], "type": "function", "function": {"name": function["name"], "arguments": arguments}})
+        calls.append(
+            {
+                "id": call["id"],
+                "type": "function",
+                "function": {"name": function["name"], "arguments": arguments},
+            }
+        )
     return calls
 
 
-def parse_conversation(value: object, settings: Settings, *, dialect: Dialect, model: str, facts: ModelInfo) -> Conversation:
+def parse_conversation(
+    value: object, settings: Settings, *, dialect: Dialect, model: str, facts: ModelInfo
+) -> Conversation:
     reader = _Reader(settings, dialect, model, facts)
     items = message_list(value, settings)
     messages = tuple(reader.message(f"messages[{i}]", item) for i, item in enumerate(items))

@@ -30,7 +30,11 @@ def new_id() -> str:
 
 def _target(ctx: Context) -> tuple[Conversations, str]:
     if ctx.conversations is None:
-        raise ApiError(501, "conversations_unavailable", "Durable conversations are not configured on this deployment (no CONVERSATIONS binding).")
+        raise ApiError(
+            501,
+            "conversations_unavailable",
+            "Durable conversations are not configured on this deployment (no CONVERSATIONS binding).",
+        )
     match = _PATH.fullmatch(ctx.request.path)
     if match is None:  # the route patterns only let well-formed ids through
         raise ApiError(404, "not_found", "No such conversation.")
@@ -44,13 +48,24 @@ def parse_message(body: dict[str, Any], ctx: Context) -> dict[str, Any]:
         raise ApiError(400, "invalid_field", "content: is required", param="content")
     turn = {k: v for k, v in body.items() if k != "content"}
     try:
-        request = parse_chat({**turn, "messages": [{"role": "user", "content": body["content"]}]}, ctx.settings)
+        request = parse_chat(
+            {**turn, "messages": [{"role": "user", "content": body["content"]}]}, ctx.settings
+        )
     except ApiError as error:  # the message is ours; name the field the client sent
         if error.param and error.param.startswith("messages[0].content"):
             where = "content" + error.param.removeprefix("messages[0].content")
-            raise ApiError(error.status, error.code, where + error.message.removeprefix(error.param), param=where) from None
+            raise ApiError(
+                error.status,
+                error.code,
+                where + error.message.removeprefix(error.param),
+                param=where,
+            ) from None
         raise
-    payload: dict[str, Any] = {"content": request.messages[0]["content"], "model": request.model, "max_tokens": request.max_tokens}
+    payload: dict[str, Any] = {
+        "content": request.messages[0]["content"],
+        "model": request.model,
+        "max_tokens": request.max_tokens,
+    }
     for key in ("temperature", "reasoning_effort"):
         if getattr(request, key) is not None:
             payload[key] = getattr(request, key)
@@ -61,7 +76,11 @@ def parse_message(body: dict[str, Any], ctx: Context) -> dict[str, Any]:
 
 async def create(ctx: Context) -> WebResponse:
     if ctx.conversations is None:
-        raise ApiError(501, "conversations_unavailable", "Durable conversations are not configured on this deployment (no CONVERSATIONS binding).")
+        raise ApiError(
+            501,
+            "conversations_unavailable",
+            "Durable conversations are not configured on this deployment (no CONVERSATIONS binding).",
+        )
     return await ctx.conversations.call(new_id(), "create")
 
 
@@ -99,13 +118,25 @@ def _query(url: str, name: str) -> str | None:
 
 CONVERSATIONS_API = Api(
     prefix=PREFIX,
-    routes={PREFIX: Route(methods={"POST": create}, render_error=app_error, access=PAGE_OR_KEY, metered=True)},
+    routes={
+        PREFIX: Route(
+            methods={"POST": create}, render_error=app_error, access=PAGE_OR_KEY, metered=True
+        )
+    },
     pattern_routes={
-        f"{PREFIX}/{_ID}": Route(methods={"GET": read, "DELETE": delete}, render_error=app_error, access=PAGE_OR_KEY),
+        f"{PREFIX}/{_ID}": Route(
+            methods={"GET": read, "DELETE": delete}, render_error=app_error, access=PAGE_OR_KEY
+        ),
         # It calls the model: rate limited like /api/v1/chat.
-        f"{PREFIX}/{_ID}/messages": Route(methods={"POST": message}, render_error=app_error, access=PAGE_OR_KEY, metered=True),
-        f"{PREFIX}/{_ID}/stream": Route(methods={"GET": stream}, render_error=app_error, access=PAGE_OR_KEY),
-        f"{PREFIX}/{_ID}/stop": Route(methods={"POST": stop}, render_error=app_error, access=PAGE_OR_KEY),
+        f"{PREFIX}/{_ID}/messages": Route(
+            methods={"POST": message}, render_error=app_error, access=PAGE_OR_KEY, metered=True
+        ),
+        f"{PREFIX}/{_ID}/stream": Route(
+            methods={"GET": stream}, render_error=app_error, access=PAGE_OR_KEY
+        ),
+        f"{PREFIX}/{_ID}/stop": Route(
+            methods={"POST": stop}, render_error=app_error, access=PAGE_OR_KEY
+        ),
     },
     render_error=app_error,
 )

@@ -58,7 +58,7 @@ class _Sql:
 class _Recorder(ChatEncoder):
     """Our SSE events, and the answer kept whole for the conversation's history."""
 
-    __slots__ = ("text", "reasoning", "ending")
+    __slots__ = ("ending", "reasoning", "text")
 
     def __init__(self) -> None:
         super().__init__()
@@ -97,7 +97,9 @@ class _Reader:
 
 
 class _Turn:
-    def __init__(self, store: Store, number: int, grace: float, on_done: Callable[[_Turn], None]) -> None:
+    def __init__(
+        self, store: Store, number: int, grace: float, on_done: Callable[[_Turn], None]
+    ) -> None:
         self.store = store
         self.number = number
         self.seq = 0
@@ -205,7 +207,14 @@ class Conversation(DurableObject):  # type: ignore[misc]  # the SDK has no stubs
                 raise ApiError(404, "not_found", "No such conversation.")
             self._recover()
             if op == "get":
-                return _json(200, {"id": url.netloc, "messages": self._store.messages(), "streaming": self._turn is not None})
+                return _json(
+                    200,
+                    {
+                        "id": url.netloc,
+                        "messages": self._store.messages(),
+                        "streaming": self._turn is not None,
+                    },
+                )
             if op == "delete":
                 if self._turn is not None and self._turn.pipe is not None:
                     self._turn.pipe.stop()
@@ -234,7 +243,16 @@ class Conversation(DurableObject):  # type: ignore[misc]  # the SDK has no stubs
             last = self._store.events_after(turn, 0)
             seq = last[-1].seq if last else 0
             encoder = ChatEncoder()
-            for i, part in enumerate(split_events(encoder.failed(Failed(code="upstream_incomplete", message="The answer was cut off when the conversation restarted.")))):
+            for i, part in enumerate(
+                split_events(
+                    encoder.failed(
+                        Failed(
+                            code="upstream_incomplete",
+                            message="The answer was cut off when the conversation restarted.",
+                        )
+                    )
+                )
+            ):
                 self._store.append(turn, seq + 1 + i, part)
             self._store.end_turn()
 
@@ -254,24 +272,49 @@ class Conversation(DurableObject):  # type: ignore[misc]  # the SDK has no stubs
         live.attach(reader, signal)
         return _sse(reader.body)
 
-    async def _message(self, id: str, payload: dict[str, Any], settings: config.Settings, signal: Any) -> Response:
+    async def _message(
+        self, id: str, payload: dict[str, Any], settings: config.Settings, signal: Any
+    ) -> Response:
         if self._turn is not None:
-            raise ApiError(409, "turn_in_progress", "An answer is still being written in this conversation; wait for it or stop it.")
+            raise ApiError(
+                409,
+                "turn_in_progress",
+                "An answer is still being written in this conversation; wait for it or stop it.",
+            )
         if self._store.count() + 2 > settings.max_messages:
-            raise ApiError(400, "too_many_messages", f"This conversation has reached the limit of {settings.max_messages} messages; start a new one.")
+            raise ApiError(
+                400,
+                "too_many_messages",
+                f"This conversation has reached the limit of {settings.max_messages} messages; start a new one.",
+            )
         if self._store.size > settings.max_conversation_bytes:
-            raise ApiError(413, "conversation_too_large", f"This conversation has reached the limit of {settings.max_conversation_bytes} bytes; start a new one.")
+            raise ApiError(
+                413,
+                "conversation_too_large",
+                f"This conversation has reached the limit of {settings.max_conversation_bytes} bytes; start a new one.",
+            )
         model = str(payload["model"])
         history = [*self._store.messages(), {"role": "user", "content": payload["content"]}]
-        conversation = parse_conversation(history, settings, dialect=CHAT, model=model, facts=catalog.info(model))
+        conversation = parse_conversation(
+            history, settings, dialect=CHAT, model=model, facts=catalog.info(model)
+        )
         request = ChatRequest(
-            model=model, messages=conversation.messages, max_tokens=int(payload["max_tokens"]),
-            temperature=payload.get("temperature"), reasoning_effort=payload.get("reasoning_effort"),
+            model=model,
+            messages=conversation.messages,
+            max_tokens=int(payload["max_tokens"]),
+            temperature=payload.get("temperature"),
+            reasoning_effort=payload.get("reasoning_effort"),
             stop=tuple(payload.get("stop") or ()),
         )
         from entry import WorkersAi  # the shell's binding adapter; imported late, entry imports us
 
-        web = WebRequest(method="POST", url="https://conversation/messages", path="/messages", headers={}, body=_nothing())
+        web = WebRequest(
+            method="POST",
+            url="https://conversation/messages",
+            path="/messages",
+            headers={},
+            body=_nothing(),
+        )
         ctx = app.Context(request=web, settings=settings, model=WorkersAi(self.env, None))
         # The conversation's id is its session key: every turn reaches the replica with its cache.
         opened = await app.open_answer(ctx, model, request.ai_inputs(), conversation=id)
@@ -279,7 +322,9 @@ class Conversation(DurableObject):  # type: ignore[misc]  # the SDK has no stubs
         if self._turn is not None:  # another message won the race while run() was answering
             if not isinstance(source, OneShot):
                 source.cancel()
-            raise ApiError(409, "turn_in_progress", "An answer is still being written in this conversation.")
+            raise ApiError(
+                409, "turn_in_progress", "An answer is still being written in this conversation."
+            )
         self._store.add_message("user", payload["content"])
         turn = _Turn(self._store, self._store.start_turn(), settings.resume_grace, self._turn_done)
         self._turn = turn

@@ -46,7 +46,11 @@ def parse_event_id(value: str | None) -> tuple[int, int] | None:
     if not value:
         return None
     turn, _, seq = value.strip().partition(":")
-    if not (turn.isascii() and seq.isascii() and turn.isdigit() and seq.isdigit()) or len(turn) > 12 or len(seq) > 12:
+    if (
+        not (turn.isascii() and seq.isascii() and turn.isdigit() and seq.isdigit())
+        or len(turn) > 12
+        or len(seq) > 12
+    ):
         return None
     return int(turn), int(seq)
 
@@ -64,10 +68,16 @@ class Store:
         return str(rows[0]["value"]) if rows else None
 
     def _set(self, key: str, value: str) -> None:
-        self._sql.run("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value", key, value)
+        self._sql.run(
+            "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            key,
+            value,
+        )
 
     def exists(self) -> bool:
-        tables = self._sql.rows("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'meta'")
+        tables = self._sql.rows(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'meta'"
+        )
         return bool(tables) and self._get("created") is not None
 
     def create(self, now: float) -> None:
@@ -112,7 +122,12 @@ class Store:
 
     def add_message(self, role: str, content: object, reasoning: str | None = None) -> None:
         text = json.dumps(content, ensure_ascii=False)
-        self._sql.run("INSERT INTO messages (role, content, reasoning) VALUES (?, ?, ?)", role, text, reasoning or None)
+        self._sql.run(
+            "INSERT INTO messages (role, content, reasoning) VALUES (?, ?, ?)",
+            role,
+            text,
+            reasoning or None,
+        )
         self._grow(len(text.encode()) + len((reasoning or "").encode()))
 
     def start_turn(self) -> int:
@@ -126,13 +141,20 @@ class Store:
         self._set("bytes", str(self.size))
 
     def append(self, turn: int, seq: int, data: bytes) -> Event:
-        self._sql.run("INSERT INTO events (turn, seq, data) VALUES (?, ?, ?)", turn, seq, data.decode())
+        self._sql.run(
+            "INSERT INTO events (turn, seq, data) VALUES (?, ?, ?)", turn, seq, data.decode()
+        )
         self._grow(len(data), save=False)
         return Event(turn=turn, seq=seq, data=data)
 
     def events_after(self, turn: int, seq: int) -> list[Event]:
-        rows = self._sql.rows("SELECT turn, seq, data FROM events WHERE turn = ? AND seq > ? ORDER BY seq", turn, seq)
-        return [Event(turn=int(r["turn"]), seq=int(r["seq"]), data=str(r["data"]).encode()) for r in rows]
+        rows = self._sql.rows(
+            "SELECT turn, seq, data FROM events WHERE turn = ? AND seq > ? ORDER BY seq", turn, seq
+        )
+        return [
+            Event(turn=int(r["turn"]), seq=int(r["seq"]), data=str(r["data"]).encode())
+            for r in rows
+        ]
 
 
 def split_events(out: bytes) -> Sequence[bytes]:

@@ -26,6 +26,9 @@ import health
 import rate_limit
 import settings as config
 import upstream_errors
+
+# Durable Object classes are found in the main module.
+from conversation_object import Conversation  # noqa: F401
 from errors import ApiError, ClientGone
 from jsbody import RequestBody
 from jsstream import JsByteSource, RelayPipe, js_bind, js_object, live_streams
@@ -34,9 +37,6 @@ from request_log import CURRENT, JsonLines, RequestLog, detail_line, request_id
 from routes import TABLE
 from settings import BODY_TIMEOUT_DEFAULT, Lookup, SettingsError, body_timeout
 from web import JSON_HEADERS, Forwarded, WebRequest, WebResponse
-
-# Durable Object classes are found in the main module.
-from conversation_object import Conversation  # noqa: E402, F401
 
 # Set by the local launcher only (no wrangler.toml environment sets it): the stats route.
 STATS_VAR = "LOCAL_DEV_STATS"
@@ -63,7 +63,14 @@ class WorkersAi:
         self._signal = signal if signal else None
         self._record = record
 
-    async def stream(self, model: str, inputs: dict[str, Any], *, timeout: float, options: app.RunOptions | None = None) -> Upstream:
+    async def stream(
+        self,
+        model: str,
+        inputs: dict[str, Any],
+        *,
+        timeout: float,
+        options: app.RunOptions | None = None,
+    ) -> Upstream:
         binding = getattr(self._env, "AI", None)
         if binding is None:
             raise ApiError(500, "server_misconfigured", "The AI binding is not configured.")
@@ -74,7 +81,11 @@ class WorkersAi:
         asked = options or app.RunOptions()
         stop = _RunStop(self._signal, timeout)
         try:
-            run_options = {**gateway.run_options(_lookup(self._env), asked.key_id), **asked.binding_options(), "signal": stop.signal}
+            run_options = {
+                **gateway.run_options(_lookup(self._env), asked.key_id),
+                **asked.binding_options(),
+                "signal": stop.signal,
+            }
             result = await binding.run(model, js_object(inputs), js_object(run_options))
         except JsException as exc:
             if stop.signal.aborted:
@@ -129,7 +140,9 @@ async def refresh_catalog(env: Any, lookup: Lookup) -> None:
         except config.SettingsError:
             return  # the request itself reports it
         if unlisted := catalog.unlisted((*s.models, *s.fallback_models)):
-            log.warning("not in the Workers AI catalog (retired or misspelled?): %s", ", ".join(unlisted))
+            log.warning(
+                "not in the Workers AI catalog (retired or misspelled?): %s", ", ".join(unlisted)
+            )
 
 
 class _RunStop:
@@ -168,9 +181,14 @@ class DurableConversations:
         self._namespace = namespace
         self._signal = signal
 
-    async def call(self, id: str, op: str, payload: dict[str, Any] | None = None, *, after: str | None = None) -> WebResponse:
+    async def call(
+        self, id: str, op: str, payload: dict[str, Any] | None = None, *, after: str | None = None
+    ) -> WebResponse:
         stub = self._namespace.get(self._namespace.idFromName(id))
-        init: dict[str, Any] = {"method": "POST" if payload is not None else "GET", "signal": self._signal}
+        init: dict[str, Any] = {
+            "method": "POST" if payload is not None else "GET",
+            "signal": self._signal,
+        }
         headers = js.Headers.new()
         if payload is not None:
             init["body"] = json.dumps(payload, ensure_ascii=False)
@@ -181,7 +199,9 @@ class DurableConversations:
         response = await stub.fetch(js.Request.new(f"https://{id}/{op}", js_object(init)))
         content_type = response.headers.get("content-type")
         kept = (("content-type", content_type),) if isinstance(content_type, str) else ()
-        return WebResponse(status=int(response.status), headers=kept, body=Forwarded(response=response))
+        return WebResponse(
+            status=int(response.status), headers=kept, body=Forwarded(response=response)
+        )
 
 
 class RateLimiter:
@@ -193,10 +213,14 @@ class RateLimiter:
     async def allow(self, key: str) -> bool:
         try:
             result = await self._binding.limit(js_object({"key": key}))
-        except JsException as exc:  # counted nowhere, so refused: a limiter fault never opens the door
+        except (
+            JsException
+        ) as exc:  # counted nowhere, so refused: a limiter fault never opens the door
             log.error("%s.limit() failed: %s", rate_limit.BINDING, exc)
             return False
-        success = result.get("success") if isinstance(result, dict) else getattr(result, "success", None)
+        success = (
+            result.get("success") if isinstance(result, dict) else getattr(result, "success", None)
+        )
         return success is True
 
 
@@ -219,7 +243,7 @@ class _Headers(Mapping[str, str]):
         return value
 
     def __iter__(self) -> Iterator[str]:
-        return (str(name) for name in self._headers.keys())
+        return (str(name) for name in self._headers)
 
     def __len__(self) -> int:
         return sum(1 for _ in self)
@@ -281,26 +305,42 @@ class Default(WorkerEntrypoint):  # type: ignore[misc]  # the SDK has no stubs
         if path == "/__local/stats" and lookup(STATS_VAR) == "1":
             return _to_response(_stats(), raw.signal, self.ctx)
         headers = _Headers(raw.headers)
-        record = RequestLog(request_id=request_id(headers), method=str(raw.method), route=path, started=time.monotonic())
+        record = RequestLog(
+            request_id=request_id(headers),
+            method=str(raw.method),
+            route=path,
+            started=time.monotonic(),
+        )
         CURRENT.set(record)
         body = RequestBody(raw, timeout=_body_timeout(lookup), started=record.started)
         if path == health.PATH:
             response = health.health(record.method, lookup, _binding_names(self.env))
         else:
-            web = WebRequest(method=record.method, url=url, path=path, headers=headers, body=body.chunks())
+            web = WebRequest(
+                method=record.method, url=url, path=path, headers=headers, body=body.chunks()
+            )
             model = WorkersAi(self.env, raw.signal, record)
             try:
                 if TABLE.find(path) is not None:
                     await refresh_catalog(self.env, lookup)
                 namespace = getattr(self.env, "CONVERSATIONS", None)
-                conversations = None if namespace is None else DurableConversations(namespace, raw.signal)
+                conversations = (
+                    None if namespace is None else DurableConversations(namespace, raw.signal)
+                )
                 response = await app.handle(
-                    web, lookup, model, TABLE, limiter=_limiter(self.env),
-                    key_limiter=_limiter(self.env, rate_limit.KEY_BINDING), conversations=conversations,
+                    web,
+                    lookup,
+                    model,
+                    TABLE,
+                    limiter=_limiter(self.env),
+                    key_limiter=_limiter(self.env, rate_limit.KEY_BINDING),
+                    conversations=conversations,
                 )
             except Exception:
                 _emit(detail_line(record.request_id, "error", "entry", traceback.format_exc()))
-                response = app.app_error(ApiError(500, "internal_error", "The request could not be completed."))
+                response = app.app_error(
+                    ApiError(500, "internal_error", "The request could not be completed.")
+                )
         # An answer given before the body was read: the rest is read first, or the runtime may
         # reset the connection before a client that sends all before it reads sees the answer.
         await body.drain()
@@ -313,7 +353,9 @@ def _relay_ended(record: RequestLog, relay: Relay, client_gone: bool) -> None:
     record.write(_emit)
 
 
-def _to_response(response: WebResponse, signal: Any, ctx: Any, record: RequestLog | None = None) -> Response:
+def _to_response(
+    response: WebResponse, signal: Any, ctx: Any, record: RequestLog | None = None
+) -> Response:
     headers = js.Headers.new()
     for name, value in response.headers:
         headers.append(name, value)

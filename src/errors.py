@@ -85,10 +85,16 @@ def invalid(field: str, message: str) -> ApiError:
 def body_timeout(seconds: float) -> ApiError:
     """The body did not arrive in time: a client still sending gets this (a slow one, or one
     holding the connection open on purpose)."""
-    return ApiError(408, "body_timeout", f"The request body did not arrive within {seconds:g} seconds.")
+    return ApiError(
+        408, "body_timeout", f"The request body did not arrive within {seconds:g} seconds."
+    )
 
 
 def malformed_body() -> ApiError:
     """The body's HTTP framing is broken (a bad chunk size or extension, an unusable
     Content-Length): the client is still there, and it is its request that is wrong."""
-    return ApiError(400, "malformed_body", "The request body's framing (Content-Length or chunked encoding) is invalid.")
+    return ApiError(
+        400,
+        "malformed_body",
+        "The request body's framing (Content-Length or chunked encoding) is invalid.",
+    )

@@ -33,7 +33,9 @@ def candidates(model: str, fallbacks: tuple[str, ...]) -> tuple[str, ...]:
 def _has_images(inputs: dict[str, Any]) -> bool:
     for message in inputs.get("messages") or ():
         content = message.get("content") if isinstance(message, dict) else None
-        if isinstance(content, list) and any(isinstance(p, dict) and p.get("type") == "image_url" for p in content):
+        if isinstance(content, list) and any(
+            isinstance(p, dict) and p.get("type") == "image_url" for p in content
+        ):
             return True
     return False
 
@@ -43,13 +45,21 @@ def inputs_for(model: str, inputs: dict[str, Any], asked: str) -> dict[str, Any]
     facts = catalog.info(model)
     if model != asked:
         first = catalog.info(asked)
-        if facts.listed is False or (_has_images(inputs) and not facts.vision) or (inputs.get("tools") and not facts.tools):
+        if (
+            facts.listed is False
+            or (_has_images(inputs) and not facts.vision)
+            or (inputs.get("tools") and not facts.tools)
+        ):
             return None
         if facts.openai_schema != first.openai_schema and any(k in inputs for k in _SCHEMA_BOUND):
             return None
     out = dict(inputs)
-    if not facts.reasons and any(isinstance(m, dict) and "reasoning" in m for m in out.get("messages") or ()):
-        out["messages"] = [{k: v for k, v in m.items() if k != "reasoning"} for m in out["messages"]]
+    if not facts.reasons and any(
+        isinstance(m, dict) and "reasoning" in m for m in out.get("messages") or ()
+    ):
+        out["messages"] = [
+            {k: v for k, v in m.items() if k != "reasoning"} for m in out["messages"]
+        ]
     if facts.switches_thinking and out.get("reasoning_effort") is not None:
         del out["reasoning_effort"]
         out["chat_template_kwargs"] = {"enable_thinking": True}

@@ -36,7 +36,6 @@ PAGE_OR_KEY = Access(page_may_call=True, refusal_code="unauthorized")
 OPEN = None
 
 
-
 def from_own_page(request: WebRequest) -> bool:
     """Only what a browser sets and a cross-site script cannot: Sec-Fetch-Site (a forbidden
     header name) or Origin (set by the browser on every cross-origin and every POST fetch).
@@ -51,7 +50,9 @@ def _refused(access: Access, message: str) -> ApiError:
     return ApiError(401, access.refusal_code, message, headers=(("www-authenticate", "Bearer"),))
 
 
-def check_key(request: WebRequest, access: Access | None, keys: Keys) -> tuple[ApiError | None, str | None]:
+def check_key(
+    request: WebRequest, access: Access | None, keys: Keys
+) -> tuple[ApiError | None, str | None]:
     """(error, the presented key when it is a valid one). Without keys, everything passes,
     and a presented token counts for nothing (so it cannot choose its own rate-limit bucket)."""
     if access is None or not keys:
@@ -79,7 +80,10 @@ async def guard(
     if error is not None or not metered:
         return error
     if limiter is None:
-        log.error("misconfigured: no %s binding (a [[ratelimits]] entry in wrangler.toml)", rate_limit.BINDING)
+        log.error(
+            "misconfigured: no %s binding (a [[ratelimits]] entry in wrangler.toml)",
+            rate_limit.BINDING,
+        )
         return rate_limit.not_configured()
     if key is not None:
         bucket, counter = rate_key(key), key_limiter or limiter

@@ -30,7 +30,14 @@ def health(method: str, env: Lookup, bindings: Iterable[str]) -> WebResponse:
     if method == "HEAD":
         return without_body(health("GET", env, bindings))
     if method != "GET":
-        return app_error(ApiError(405, "method_not_allowed", f"{clip(method)} is not allowed on {PATH}; use {ALLOW}", headers=allow)).with_headers(API_HEADERS)
+        return app_error(
+            ApiError(
+                405,
+                "method_not_allowed",
+                f"{clip(method)} is not allowed on {PATH}; use {ALLOW}",
+                headers=allow,
+            )
+        ).with_headers(API_HEADERS)
     try:
         config.load(env)
         settings_ok = True

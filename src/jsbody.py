@@ -65,9 +65,19 @@ class RequestBody:
     AbortSignal.timeout cancels the reader, so the wait is in JS (an asyncio timer outlived
     cancelled requests and kept their objects, measured on workerd)."""
 
-    __slots__ = ("_request", "_timeout", "_deadline", "_declared", "_received", "_reader", "_timer", "_cancel", "_finished")
+    __slots__ = (
+        "_cancel",
+        "_deadline",
+        "_declared",
+        "_finished",
+        "_reader",
+        "_received",
+        "_request",
+        "_timeout",
+        "_timer",
+    )
 
-    def __init__(self, request: "js.Request", *, timeout: float, started: float) -> None:
+    def __init__(self, request: js.Request, *, timeout: float, started: float) -> None:
         self._request = request
         self._timeout = timeout
         self._deadline = started + timeout
@@ -113,7 +123,11 @@ class RequestBody:
         drained = 0
         try:
             while not self._finished and drained < DRAIN_MAX_BYTES:
-                want = DRAIN_READ_BYTES if declared is None else min(DRAIN_READ_BYTES, declared - self._received)
+                want = (
+                    DRAIN_READ_BYTES
+                    if declared is None
+                    else min(DRAIN_READ_BYTES, declared - self._received)
+                )
                 if want <= 0:
                     self._finish()
                     break

@@ -27,7 +27,7 @@ MAX_NUMBER_DIGITS = 100  # any double prints in 17 significant digits and an exp
 _KEEP = b'"[]{},0123456789'
 _NOT_KEPT = bytes(c for c in range(256) if c not in _KEEP)
 # While escapes are paired, a backslash must stay next to the character it escapes.
-_NOT_KEPT_NOR_ESCAPE = bytes(c for c in range(256) if c not in _KEEP + b'\\/bfnrtu')
+_NOT_KEPT_NOR_ESCAPE = bytes(c for c in range(256) if c not in _KEEP + b"\\/bfnrtu")
 # Depth does not care which kind of bracket opens or closes: json.loads recurses on both.
 _BRACKETS = bytes.maketrans(b"{}", b"[]")
 _NOT_BRACKETS = b",0123456789"

@@ -39,7 +39,13 @@ def live_streams() -> dict[str, Any]:
         name = type(obj).__qualname__
         kinds[name] = kinds.get(name, 0) + 1
     top = dict(sorted(kinds.items(), key=lambda kv: -kv[1])[:40])
-    return {"live": len(_LIVE), **_COUNTS, "py_objects": len(objects), "gc_collected": collected, "py_types": top}
+    return {
+        "live": len(_LIVE),
+        **_COUNTS,
+        "py_objects": len(objects),
+        "gc_collected": collected,
+        "py_types": top,
+    }
 
 
 def js_object(value: dict[str, Any]) -> Any:
@@ -73,9 +79,9 @@ class JsByteSource:
     RelayPipe, for a streamed answer and a collected one alike; read() is the ByteSource
     protocol's, for host drivers (relay.drive). After cancel() no read reaches the stream again."""
 
-    __slots__ = ("stream", "_reader", "_stopped")
+    __slots__ = ("_reader", "_stopped", "stream")
 
-    def __init__(self, stream: "js.ReadableStream") -> None:
+    def __init__(self, stream: js.ReadableStream) -> None:
         self.stream = stream
         self._reader: Any = None
         self._stopped = False
@@ -104,7 +110,9 @@ class JsByteSource:
 def js_bind(fn: Any, this: Any, *bound: Any) -> Any:
     """`fn.bind(this, *bound)`: a JS function, so no proxy to manage (and no code made from a
     string, which workerd forbids)."""
-    return js.Reflect.apply(js.Reflect.get(js.Function.prototype, "bind"), fn, to_js([this, *bound]))
+    return js.Reflect.apply(
+        js.Reflect.get(js.Function.prototype, "bind"), fn, to_js([this, *bound])
+    )
 
 
 def _void_caller(fn: Any, this: Any, *bound: Any) -> Callable[[Any], None]:
@@ -154,7 +162,7 @@ class RelayPipe:
 
     def __init__(
         self,
-        upstream: "js.ReadableStream",
+        upstream: js.ReadableStream,
         relay: Relay,
         client_signal: Any,
         ctx: Any = None,
@@ -199,7 +207,9 @@ class RelayPipe:
         _LIVE.add(self)
         if first := relay.start():
             self._out(first)
-        sink = js.WritableStream.new(js_object({"write": self._on_chunk, "close": self._on_close, "abort": self._on_abort}))
+        sink = js.WritableStream.new(
+            js_object({"write": self._on_chunk, "close": self._on_close, "abort": self._on_abort})
+        )
         # Its outcome is what the sink's close/abort say; its promise stays in JS. (Handed to
         # Python, a promise that never settles, as a pipe whose source ignores a cancel may
         # not, would keep its Pyodide future and the request's context alive for good.)

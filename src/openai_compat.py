@@ -19,8 +19,8 @@ import catalog
 import openai_params
 from app import Api, Context, Route, answer_whole, new_relay, open_answer, parse_body
 from chat_request import parse_max_tokens, parse_model, parse_reasoning_effort
-from errors import ApiError, clip, invalid
 from conversation import OPENAI, parse_conversation
+from errors import ApiError, clip, invalid
 from openai_messages import parse_tool_choice, parse_tools
 from relay import Failed, Finished
 from sse import PING
@@ -43,7 +43,9 @@ def openai_error(error: ApiError) -> WebResponse:
     kind = ERROR_TYPES_BY_CODE.get(error.code) or ERROR_TYPES.get(
         error.status, "server_error" if error.status >= 500 else "invalid_request_error"
     )
-    body = {"error": {"message": error.message, "type": kind, "param": error.param, "code": error.code}}
+    body = {
+        "error": {"message": error.message, "type": kind, "param": error.param, "code": error.code}
+    }
     return json_response(error.status, body, error.headers)
 
 
@@ -85,7 +87,10 @@ def _stream_options(body: dict[str, Any], stream: bool) -> bool:
         raise invalid("stream_options", "must be an object")
     for key, value in options.items():
         if key not in ("include_usage", "include_obfuscation"):
-            raise invalid(f"stream_options.{clip(key)}", "unknown field; supported: include_usage, include_obfuscation")
+            raise invalid(
+                f"stream_options.{clip(key)}",
+                "unknown field; supported: include_usage, include_obfuscation",
+            )
         if value is not None and not isinstance(value, bool):
             raise invalid(f"stream_options.{clip(key)}", "must be a boolean")
     return options.get("include_usage") is True
@@ -105,7 +110,9 @@ def parse_completion(body: dict[str, Any], ctx: Context) -> CompletionRequest:
         raise invalid("stream", "must be a boolean")
     include_usage = _stream_options(body, stream)
     if body.get("max_completion_tokens") is not None:
-        max_tokens = parse_max_tokens("max_completion_tokens", body["max_completion_tokens"], ctx.settings)
+        max_tokens = parse_max_tokens(
+            "max_completion_tokens", body["max_completion_tokens"], ctx.settings
+        )
     else:
         max_tokens = parse_max_tokens("max_tokens", body.get("max_tokens"), ctx.settings)
     effort = parse_reasoning_effort(body.get("reasoning_effort"))
@@ -124,9 +131,15 @@ def parse_completion(body: dict[str, Any], ctx: Context) -> CompletionRequest:
     if json_mode:
         assert isinstance(response_format, dict)
         openai_inputs = openai_params.takes_openai_inputs(model)
-        options["response_format"] = response_format if openai_inputs else openai_params.native_response_format(response_format)
+        options["response_format"] = (
+            response_format
+            if openai_inputs
+            else openai_params.native_response_format(response_format)
+        )
     facts = catalog.info(model)
-    conversation = parse_conversation(body.get("messages"), ctx.settings, dialect=OPENAI, model=model, facts=facts)
+    conversation = parse_conversation(
+        body.get("messages"), ctx.settings, dialect=OPENAI, model=model, facts=facts
+    )
     return CompletionRequest(
         model=model,
         messages=conversation.messages,
@@ -136,7 +149,10 @@ def parse_completion(body: dict[str, Any], ctx: Context) -> CompletionRequest:
         stream=stream,
         include_usage=include_usage,
         json_mode=json_mode,
-        cache_keys=tuple(v if isinstance(v, str) else None for v in (body.get("prompt_cache_key"), body.get("user"))),
+        cache_keys=tuple(
+            v if isinstance(v, str) else None
+            for v in (body.get("prompt_cache_key"), body.get("user"))
+        ),
     )
 
 
@@ -153,8 +169,6 @@ def call_id(completion_id: str, index: int) -> str:
     return "call_%s_%d" % (completion_id.removeprefix("chatcmpl-"), index)
 
 
-
-
 class CompletionEncoder:
     """chat.completion.chunk frames; official clients raise on the error frame.
 
@@ -162,17 +176,25 @@ class CompletionEncoder:
     use, in stream order with delta.content.
     """
 
-    __slots__ = ("_head", "_tail", "_include_usage", "_id", "_calls")
+    __slots__ = ("_calls", "_head", "_id", "_include_usage", "_tail")
 
     def __init__(self, *, id: str, created: int, model: str, include_usage: bool) -> None:
         self._id = id
         self._calls = 0  # tool calls started; the decoder numbers them 0, 1, ... in order
-        self._head = '{"id":"%s","object":"chat.completion.chunk","created":%d,"model":%s,"choices":' % (id, created, _string(model))
+        self._head = (
+            '{"id":"%s","object":"chat.completion.chunk","created":%d,"model":%s,"choices":'
+            % (id, created, _string(model))
+        )
         self._tail = ',"usage":null}' if include_usage else "}"
         self._include_usage = include_usage
 
     def _choice(self, delta: str, finish: str = "null") -> str:
-        return 'data: %s[{"index":0,"delta":%s,"finish_reason":%s}]%s\n\n' % (self._head, delta, finish, self._tail)
+        return 'data: %s[{"index":0,"delta":%s,"finish_reason":%s}]%s\n\n' % (
+            self._head,
+            delta,
+            finish,
+            self._tail,
+        )
 
     def start(self) -> bytes:
         return self._choice('{"role":"assistant","content":""}').encode()
@@ -180,7 +202,9 @@ class CompletionEncoder:
     def parts(self, parts: list[Part]) -> bytes:
         return "".join(
             [
-                self._choice(('{"content":%s}' if kind == TEXT else '{"reasoning_content":%s}') % _string(t))
+                self._choice(
+                    ('{"content":%s}' if kind == TEXT else '{"reasoning_content":%s}') % _string(t)
+                )
                 for kind, t in parts
             ]
         ).encode()
@@ -193,12 +217,21 @@ class CompletionEncoder:
         for call in calls:
             if call.index >= self._calls:
                 self._calls = call.index + 1
-                head = '{"tool_calls":[{"index":%d,"id":%s,"type":"function","function":{"name":%s,"arguments":""}}]}' % (
-                    call.index, _string(call.id or call_id(self._id, call.index)), _string(call.name or ""))
+                head = (
+                    '{"tool_calls":[{"index":%d,"id":%s,"type":"function","function":{"name":%s,"arguments":""}}]}'
+                    % (
+                        call.index,
+                        _string(call.id or call_id(self._id, call.index)),
+                        _string(call.name or ""),
+                    )
+                )
                 out.append(self._choice(head))
                 function = '{"arguments":%s}' % _string(call.arguments) if call.arguments else None
             elif call.name:
-                function = '{"name":%s,"arguments":%s}' % (_string(call.name), _string(call.arguments))
+                function = '{"name":%s,"arguments":%s}' % (
+                    _string(call.name),
+                    _string(call.arguments),
+                )
             else:
                 function = '{"arguments":%s}' % _string(call.arguments)
             if function is not None:
@@ -211,12 +244,19 @@ class CompletionEncoder:
     def finished(self, stop: Finished) -> bytes:
         out = self._choice("{}", _string(stop.stop_reason))
         if self._include_usage and stop.usage is not None:
-            out += "data: %s[],\"usage\":%s}\n\n" % (self._head, _dumps(openai_usage(stop.usage)))
+            out += 'data: %s[],"usage":%s}\n\n' % (self._head, _dumps(openai_usage(stop.usage)))
         return (out + "data: [DONE]\n\n").encode()
 
     def failed(self, failure: Failed) -> bytes:
         # No [DONE] after a failure: [DONE] means the answer is complete.
-        error = {"error": {"message": failure.message, "type": "server_error", "param": None, "code": failure.code}}
+        error = {
+            "error": {
+                "message": failure.message,
+                "type": "server_error",
+                "param": None,
+                "code": failure.code,
+            }
+        }
         return b"data: " + _dumps(error).encode() + b"\n\n"
 
 
@@ -242,7 +282,13 @@ class Collector:
     def tool_calls(self, calls: list[ToolCall]) -> bytes:
         for call in calls:
             if call.index >= len(self.calls):
-                self.calls.append({"id": call.id or call_id(self._id, call.index), "name": call.name or "", "arguments": []})
+                self.calls.append(
+                    {
+                        "id": call.id or call_id(self._id, call.index),
+                        "name": call.name or "",
+                        "arguments": [],
+                    }
+                )
             whole = self.calls[call.index]
             if call.name and not whole["name"]:
                 whole["name"] = call.name
@@ -259,7 +305,11 @@ class Collector:
         if self.calls:
             message["content"] = text or None
             message["tool_calls"] = [
-                {"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": "".join(c["arguments"])}}
+                {
+                    "id": c["id"],
+                    "type": "function",
+                    "function": {"name": c["name"], "arguments": "".join(c["arguments"])},
+                }
                 for c in self.calls
             ]
         return message
@@ -278,15 +328,21 @@ class Collector:
 
 async def completions(ctx: Context) -> WebResponse:
     request = parse_completion(await parse_body(ctx), ctx)
-    conversation = affinity.key([ctx.request.headers.get(affinity.HEADER), *request.cache_keys], request.messages)
+    conversation = affinity.key(
+        [ctx.request.headers.get(affinity.HEADER), *request.cache_keys], request.messages
+    )
     opened = await open_answer(ctx, request.model, request.ai_inputs(), conversation=conversation)
     source, model = opened.source, opened.model  # model: the one that answers (a fallback, maybe)
     id, created = "chatcmpl-" + os.urandom(12).hex(), int(time.time())
     if request.stream:
         # A one-shot result (JSON mode) goes out as the same chunks: the shell runs relay_whole.
-        encoder = CompletionEncoder(id=id, created=created, model=model, include_usage=request.include_usage)
+        encoder = CompletionEncoder(
+            id=id, created=created, model=model, include_usage=request.include_usage
+        )
         relay = new_relay(ctx, encoder, request.max_tokens, model, request.stop)
-        return WebResponse(status=200, headers=SSE_HEADERS, body=Relayed(source=source, relay=relay))
+        return WebResponse(
+            status=200, headers=SSE_HEADERS, body=Relayed(source=source, relay=relay)
+        )
     collector = Collector(id=id)
     relay = new_relay(ctx, collector, request.max_tokens, model, request.stop)
     finished = await answer_whole(ctx, source, relay)
@@ -310,11 +366,19 @@ async def completions(ctx: Context) -> WebResponse:
 
 def model_object(model: str) -> dict[str, Any]:
     """OpenAI's model object; `capabilities` is ours (clients keep unknown fields)."""
-    return {"id": model, "object": "model", "created": RELEASED, "owned_by": "cloudflare", "capabilities": catalog.capabilities(model)}
+    return {
+        "id": model,
+        "object": "model",
+        "created": RELEASED,
+        "owned_by": "cloudflare",
+        "capabilities": catalog.capabilities(model),
+    }
 
 
 async def models(ctx: Context) -> WebResponse:
-    return json_response(200, {"object": "list", "data": [model_object(m) for m in ctx.settings.models]})
+    return json_response(
+        200, {"object": "list", "data": [model_object(m) for m in ctx.settings.models]}
+    )
 
 
 MODEL_PREFIX = "/v1/models/"
@@ -322,16 +386,23 @@ MODEL_PREFIX = "/v1/models/"
 
 async def model(ctx: Context) -> WebResponse:
     """GET /v1/models/{id}: ids have slashes (@cf/meta/...), and clients may percent-encode them."""
-    wanted = unquote(ctx.request.path[len(MODEL_PREFIX):])
+    wanted = unquote(ctx.request.path[len(MODEL_PREFIX) :])
     if wanted not in ctx.settings.models:
-        raise ApiError(404, "model_not_found", f"The model {wanted!r} does not exist; GET /v1/models lists the models.", param="model")
+        raise ApiError(
+            404,
+            "model_not_found",
+            f"The model {wanted!r} does not exist; GET /v1/models lists the models.",
+            param="model",
+        )
     return json_response(200, model_object(wanted))
 
 
 OPENAI_API = Api(
     prefix="/v1/",
     routes={
-        "/v1/chat/completions": Route(methods={"POST": completions}, render_error=openai_error, metered=True),
+        "/v1/chat/completions": Route(
+            methods={"POST": completions}, render_error=openai_error, metered=True
+        ),
         "/v1/models": Route(methods={"GET": models}, render_error=openai_error),
     },
     prefix_routes={MODEL_PREFIX: Route(methods={"GET": model}, render_error=openai_error)},

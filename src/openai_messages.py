@@ -21,7 +21,7 @@ def parse_tools(value: object) -> tuple[dict[str, Any], ...]:
     if value is None:
         return ()
     if not isinstance(value, list):
-        raise invalid("tools", "must be an array of {\"type\": \"function\", \"function\": {...}}")
+        raise invalid("tools", 'must be an array of {"type": "function", "function": {...}}')
     if len(value) > MAX_TOOLS:
         raise invalid("tools", f"at most {MAX_TOOLS} tools, got {len(value)}")
     tools = []
@@ -29,13 +29,13 @@ def parse_tools(value: object) -> tuple[dict[str, Any], ...]:
     for i, tool in enumerate(value):
         at = f"tools[{i}]"
         if not isinstance(tool, dict) or tool.get("type") != "function":
-            raise invalid(f"{at}.type", "only \"function\" tools are supported")
+            raise invalid(f"{at}.type", 'only "function" tools are supported')
         for key in tool:
             if key not in ("type", "function"):
                 raise invalid(f"{at}.{clip(key)}", "unknown field")
         function = tool.get("function")
         if not isinstance(function, dict):
-            raise invalid(f"{at}.function", "must be {\"name\", \"description\", \"parameters\"}")
+            raise invalid(f"{at}.function", 'must be {"name", "description", "parameters"}')
         name = function.get("name")
         if not isinstance(name, str) or not TOOL_NAME.fullmatch(name):
             raise invalid(f"{at}.function.name", "must be 1-64 letters, digits, _ or -")
@@ -46,20 +46,25 @@ def parse_tools(value: object) -> tuple[dict[str, Any], ...]:
         for key, item in function.items():
             if key == "name":
                 continue
-            if key == "description" and isinstance(item, str):
-                out[key] = item
-            elif key == "parameters" and isinstance(item, dict):
+            if (key == "description" and isinstance(item, str)) or (
+                key == "parameters" and isinstance(item, dict)
+            ):
                 out[key] = item
             elif key == "strict" and (item is None or isinstance(item, bool)):
                 if item is not None:
                     out[key] = item
             else:
-                raise invalid(f"{at}.function.{clip(key)}", "unknown field or wrong type (description: string, parameters: object, strict: boolean)")
+                raise invalid(
+                    f"{at}.function.{clip(key)}",
+                    "unknown field or wrong type (description: string, parameters: object, strict: boolean)",
+                )
         tools.append({"type": "function", "function": out})
     return tuple(tools)
 
 
-def parse_tool_choice(value: object, tools: tuple[dict[str, Any], ...]) -> str | dict[str, Any] | None:
+def parse_tool_choice(
+    value: object, tools: tuple[dict[str, Any], ...]
+) -> str | dict[str, Any] | None:
     """What is sent as tool_choice: None for the default (auto), or when no tools are sent."""
     if value is None or value == "auto":
         return None
@@ -73,9 +78,19 @@ def parse_tool_choice(value: object, tools: tuple[dict[str, Any], ...]) -> str |
         assert isinstance(value, dict)
         function = value.get("function")
         name = function.get("name") if isinstance(function, dict) else None
-        if value.get("type") != "function" or set(value) != {"type", "function"} or not isinstance(name, str):
-            raise invalid("tool_choice", "must be \"none\", \"auto\", \"required\", \"any\" or {\"type\": \"function\", \"function\": {\"name\": ...}}")
+        if (
+            value.get("type") != "function"
+            or set(value) != {"type", "function"}
+            or not isinstance(name, str)
+        ):
+            raise invalid(
+                "tool_choice",
+                'must be "none", "auto", "required", "any" or {"type": "function", "function": {"name": ...}}',
+            )
         if name not in {t["function"]["name"] for t in tools}:
             raise invalid("tool_choice.function.name", f"{shown(name)} is not one of the tools")
         return {"type": "function", "function": {"name": name}}
-    raise invalid("tool_choice", "must be \"none\", \"auto\", \"required\", \"any\" or {\"type\": \"function\", \"function\": {\"name\": ...}}")
+    raise invalid(
+        "tool_choice",
+        'must be "none", "auto", "required", "any" or {"type": "function", "function": {"name": ...}}',
+    )

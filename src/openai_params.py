@@ -23,14 +23,15 @@ from dataclasses import dataclass
 from typing import Any
 
 import catalog
-from errors import ApiError, clip, invalid, json_shown
 from chat_request import REASONING_EFFORTS, is_number
+from errors import ApiError, clip, invalid, json_shown
 from stop import MAX_STOPS
 
 PASSED = "passed"
 NEUTRAL = "neutral"
 REFUSED = "refused"
 OWN = "endpoint"  # read by the endpoint itself (model, messages, stream, ...)
+
 
 def takes_openai_inputs(model: str) -> bool:
     return catalog.info(model).openai_schema
@@ -96,10 +97,13 @@ def reasoning_object(name: str, value: object) -> object:
             if item not in REASONING_EFFORTS:
                 allowed = ", ".join(json.dumps(e) for e in REASONING_EFFORTS)
                 raise invalid(f"{name}.effort", f"must be one of {allowed}, got {json_shown(item)}")
-        elif key == "enabled" and item is True or key == "exclude" and item is False:
+        elif (key == "enabled" and item is True) or (key == "exclude" and item is False):
             continue  # what happens anyway: the model reasons, and its reasoning is sent
         else:
-            raise invalid(f"{name}.{clip(key)}", f"not supported: this service takes {name}.effort only (got {json_shown(item)})")
+            raise invalid(
+                f"{name}.{clip(key)}",
+                f"not supported: this service takes {name}.effort only (got {json_shown(item)})",
+            )
     return value.get("effort")
 
 
@@ -118,8 +122,10 @@ def response_format(name: str, value: object) -> object:
         spec = value.get("json_schema")
         where = f"{name}.json_schema"
         if not isinstance(spec, dict):
-            raise invalid(where, "is required: {\"name\": ..., \"schema\": {...}}")
-        if not isinstance(spec.get("name"), str) or not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", spec["name"]):
+            raise invalid(where, 'is required: {"name": ..., "schema": {...}}')
+        if not isinstance(spec.get("name"), str) or not re.fullmatch(
+            r"[A-Za-z0-9_-]{1,64}", spec["name"]
+        ):
             raise invalid(f"{where}.name", "must be 1-64 letters, digits, _ or -")
         if not isinstance(spec.get("schema", {}), dict):
             raise invalid(f"{where}.schema", "must be a JSON Schema object")
@@ -140,7 +146,10 @@ def is_json_mode(value: object) -> bool:
 def native_response_format(value: dict[str, Any]) -> dict[str, Any]:
     """Workers AI's native JSON mode takes the schema itself as json_schema."""
     if value["type"] == "json_schema":
-        return {"type": "json_schema", "json_schema": value["json_schema"].get("schema", {"type": "object"})}
+        return {
+            "type": "json_schema",
+            "json_schema": value["json_schema"].get("schema", {"type": "object"}),
+        }
     return {"type": "json_object"}
 
 
@@ -158,39 +167,171 @@ _object = of_type(dict, "an object")
 
 PARAMS: tuple[Param, ...] = (
     Param(name="model", handling=OWN, note="one of `AI_MODELS`; the default model when absent"),
-    Param(name="messages", handling=OWN, note="`system`, `developer` (sent as system), `user` (text and `image_url` parts), `assistant` (with `tool_calls`, and whatever the SDK put on the message it built: its reasoning goes back as `reasoning`), `tool` (with `tool_call_id`)"),
+    Param(
+        name="messages",
+        handling=OWN,
+        note="`system`, `developer` (sent as system), `user` (text and `image_url` parts), `assistant` (with `tool_calls`, and whatever the SDK put on the message it built: its reasoning goes back as `reasoning`), `tool` (with `tool_call_id`)",
+    ),
     Param(name="stream", handling=OWN, note="chunks ending in `data: [DONE]`"),
-    Param(name="stream_options", handling=OWN, note="`include_usage` (a last chunk with `usage`); `include_obfuscation` accepted, no padding is added"),
-    Param(name="max_tokens", handling=PASSED, note="1 to `AI_MAX_TOKENS_LIMIT`; `AI_MAX_TOKENS_DEFAULT` when absent", built=True),
-    Param(name="max_completion_tokens", handling=PASSED, note="same as `max_tokens` (wins over it)", built=True),
+    Param(
+        name="stream_options",
+        handling=OWN,
+        note="`include_usage` (a last chunk with `usage`); `include_obfuscation` accepted, no padding is added",
+    ),
+    Param(
+        name="max_tokens",
+        handling=PASSED,
+        note="1 to `AI_MAX_TOKENS_LIMIT`; `AI_MAX_TOKENS_DEFAULT` when absent",
+        built=True,
+    ),
+    Param(
+        name="max_completion_tokens",
+        handling=PASSED,
+        note="same as `max_tokens` (wins over it)",
+        built=True,
+    ),
     Param(name="temperature", handling=PASSED, note="0 to 5", check=number(0, 5)),
     Param(name="top_p", handling=PASSED, note="0 to 1", check=number(0, 1)),
     Param(name="top_k", handling=PASSED, note="1 to 50", check=number(1, 50, integer=True)),
-    Param(name="seed", handling=PASSED, note="1 to 9999999999", check=number(1, 9_999_999_999, integer=True)),
+    Param(
+        name="seed",
+        handling=PASSED,
+        note="1 to 9999999999",
+        check=number(1, 9_999_999_999, integer=True),
+    ),
     Param(name="frequency_penalty", handling=PASSED, note="-2 to 2", check=number(-2, 2)),
     Param(name="presence_penalty", handling=PASSED, note="-2 to 2", check=number(-2, 2)),
     Param(name="repetition_penalty", handling=PASSED, note="0 to 2", check=number(0, 2)),
-    Param(name="min_p", handling=PASSED, note="0 to 1; OpenAI-schema models only (vLLM's sampling parameter)", check=number(0, 1), models="openai"),
-    Param(name="stop", handling=OWN, note=f"a string or up to {MAX_STOPS} strings, on every model: the relay cuts the answer right before the first one (`finish_reason: \"stop\"`) and stops the model"),
-    Param(name="response_format", handling=PASSED, note="`json_object` / `json_schema`: Workers AI JSON mode (not streamed upstream: a streamed request gets the whole answer as chunks); `text` is neutral", check=response_format, neutral=_text_format, built=True),
-    Param(name="tools", handling=PASSED, note="`function` tools; `[]` is the same as none", built=True),
-    Param(name="tool_choice", handling=PASSED, note="`auto` (the default), `none` (tools are not sent), `required` (`any` is sent as `required`), or one named function", built=True),
-    Param(name="reasoning_effort", handling=PASSED, note="`low`, `medium`, `high` (reasoning models)", built=True),
-    Param(name="reasoning", handling=PASSED, note="`{\"effort\": ...}` (OpenRouter's form): sent as `reasoning_effort`; `reasoning_effort` wins when both are given", check=reasoning_object, built=True),
-    Param(name="parallel_tool_calls", handling=NEUTRAL, note="any boolean; the model decides how many calls it makes", check=_boolean, neutral=_anything),
-    Param(name="n", handling=NEUTRAL, note="`1` only", check=number(1, 128, integer=True), neutral=_equals(1)),
-    Param(name="logprobs", handling=NEUTRAL, note="`false` only", check=_boolean, neutral=_equals(False)),
-    Param(name="top_logprobs", handling=NEUTRAL, note="`0` only", check=number(0, 20, integer=True), neutral=_equals(0)),
-    Param(name="logit_bias", handling=NEUTRAL, note="`{}` only", check=_object, neutral=_equals({})),
-    Param(name="store", handling=NEUTRAL, note="`false` only (nothing is stored)", check=_boolean, neutral=_equals(False)),
-    Param(name="metadata", handling=NEUTRAL, note="any object; ignored (it only tags stored completions)", check=_object, neutral=_anything),
-    Param(name="user", handling=NEUTRAL, note="any string; the conversation's cache key when there is no `X-Session-Affinity` header or `prompt_cache_key` (sent as `x-session-affinity`)", check=_string, neutral=_anything),
-    Param(name="safety_identifier", handling=NEUTRAL, note="any string; ignored", check=_string, neutral=_anything),
-    Param(name="prompt_cache_key", handling=NEUTRAL, note="any string; the conversation's cache key when there is no `X-Session-Affinity` header (sent as `x-session-affinity`)", check=_string, neutral=_anything),
-    Param(name="service_tier", handling=NEUTRAL, note="`auto` or `default` only", check=_string, neutral=_equals("auto", "default")),
-    Param(name="modalities", handling=NEUTRAL, note="`[\"text\"]` only", neutral=_equals(["text"])),
-    Param(name="verbosity", handling=NEUTRAL, note="`medium` only", check=_string, neutral=_equals("medium")),
-    Param(name="prediction", handling=NEUTRAL, note="accepted, ignored (it only speeds up an answer)", check=_object, neutral=_anything),
+    Param(
+        name="min_p",
+        handling=PASSED,
+        note="0 to 1; OpenAI-schema models only (vLLM's sampling parameter)",
+        check=number(0, 1),
+        models="openai",
+    ),
+    Param(
+        name="stop",
+        handling=OWN,
+        note=f'a string or up to {MAX_STOPS} strings, on every model: the relay cuts the answer right before the first one (`finish_reason: "stop"`) and stops the model',
+    ),
+    Param(
+        name="response_format",
+        handling=PASSED,
+        note="`json_object` / `json_schema`: Workers AI JSON mode (not streamed upstream: a streamed request gets the whole answer as chunks); `text` is neutral",
+        check=response_format,
+        neutral=_text_format,
+        built=True,
+    ),
+    Param(
+        name="tools", handling=PASSED, note="`function` tools; `[]` is the same as none", built=True
+    ),
+    Param(
+        name="tool_choice",
+        handling=PASSED,
+        note="`auto` (the default), `none` (tools are not sent), `required` (`any` is sent as `required`), or one named function",
+        built=True,
+    ),
+    Param(
+        name="reasoning_effort",
+        handling=PASSED,
+        note="`low`, `medium`, `high` (reasoning models)",
+        built=True,
+    ),
+    Param(
+        name="reasoning",
+        handling=PASSED,
+        note='`{"effort": ...}` (OpenRouter\'s form): sent as `reasoning_effort`; `reasoning_effort` wins when both are given',
+        check=reasoning_object,
+        built=True,
+    ),
+    Param(
+        name="parallel_tool_calls",
+        handling=NEUTRAL,
+        note="any boolean; the model decides how many calls it makes",
+        check=_boolean,
+        neutral=_anything,
+    ),
+    Param(
+        name="n",
+        handling=NEUTRAL,
+        note="`1` only",
+        check=number(1, 128, integer=True),
+        neutral=_equals(1),
+    ),
+    Param(
+        name="logprobs",
+        handling=NEUTRAL,
+        note="`false` only",
+        check=_boolean,
+        neutral=_equals(False),
+    ),
+    Param(
+        name="top_logprobs",
+        handling=NEUTRAL,
+        note="`0` only",
+        check=number(0, 20, integer=True),
+        neutral=_equals(0),
+    ),
+    Param(
+        name="logit_bias", handling=NEUTRAL, note="`{}` only", check=_object, neutral=_equals({})
+    ),
+    Param(
+        name="store",
+        handling=NEUTRAL,
+        note="`false` only (nothing is stored)",
+        check=_boolean,
+        neutral=_equals(False),
+    ),
+    Param(
+        name="metadata",
+        handling=NEUTRAL,
+        note="any object; ignored (it only tags stored completions)",
+        check=_object,
+        neutral=_anything,
+    ),
+    Param(
+        name="user",
+        handling=NEUTRAL,
+        note="any string; the conversation's cache key when there is no `X-Session-Affinity` header or `prompt_cache_key` (sent as `x-session-affinity`)",
+        check=_string,
+        neutral=_anything,
+    ),
+    Param(
+        name="safety_identifier",
+        handling=NEUTRAL,
+        note="any string; ignored",
+        check=_string,
+        neutral=_anything,
+    ),
+    Param(
+        name="prompt_cache_key",
+        handling=NEUTRAL,
+        note="any string; the conversation's cache key when there is no `X-Session-Affinity` header (sent as `x-session-affinity`)",
+        check=_string,
+        neutral=_anything,
+    ),
+    Param(
+        name="service_tier",
+        handling=NEUTRAL,
+        note="`auto` or `default` only",
+        check=_string,
+        neutral=_equals("auto", "default"),
+    ),
+    Param(name="modalities", handling=NEUTRAL, note='`["text"]` only', neutral=_equals(["text"])),
+    Param(
+        name="verbosity",
+        handling=NEUTRAL,
+        note="`medium` only",
+        check=_string,
+        neutral=_equals("medium"),
+    ),
+    Param(
+        name="prediction",
+        handling=NEUTRAL,
+        note="accepted, ignored (it only speeds up an answer)",
+        check=_object,
+        neutral=_anything,
+    ),
     Param(name="audio", handling=REFUSED, note="no audio output"),
     Param(name="web_search_options", handling=REFUSED, note="no web search"),
     Param(name="functions", handling=REFUSED, note="deprecated by OpenAI: use `tools`"),
@@ -198,7 +339,12 @@ PARAMS: tuple[Param, ...] = (
 )
 
 BY_NAME = {p.name: p for p in PARAMS}
-HANDLING_TEXT = {OWN: "read by the endpoint", PASSED: "passed to the model", NEUTRAL: "accepted as neutral", REFUSED: "refused"}
+HANDLING_TEXT = {
+    OWN: "read by the endpoint",
+    PASSED: "passed to the model",
+    NEUTRAL: "accepted as neutral",
+    REFUSED: "refused",
+}
 
 
 def read(name: str, value: object, model: str) -> object | None:
@@ -206,7 +352,9 @@ def read(name: str, value: object, model: str) -> object | None:
     ApiError for an unknown parameter, a bad value or one that cannot be honoured."""
     param = BY_NAME.get(name)
     if param is None:
-        raise unsupported(name, "not supported by this service (see the parameter table in the README)")
+        raise unsupported(
+            name, "not supported by this service (see the parameter table in the README)"
+        )
     if param.handling == OWN or value is None:
         return None
     if param.check is not None:

@@ -90,7 +90,9 @@ class Timing:
 
 STREAM_FAILED = Failed(code="upstream_error", message="The model stream failed.")
 INTERNAL = Failed(code="internal_error", message="The answer could not be completed.")
-INCOMPLETE = Failed(code="upstream_incomplete", message="The model stream ended before the answer was complete.")
+INCOMPLETE = Failed(
+    code="upstream_incomplete", message="The model stream ended before the answer was complete."
+)
 
 
 class Relay:
@@ -105,9 +107,21 @@ class Relay:
     """
 
     __slots__ = (
-        "_decoder", "_encoder", "_timing", "_max_tokens", "_step", "_stops",
-        "_last_data", "_last_sent", "_last_tick", "_got_data", "_sent", "closed",
-        "ending", "first_output_at", "notes",
+        "_decoder",
+        "_encoder",
+        "_got_data",
+        "_last_data",
+        "_last_sent",
+        "_last_tick",
+        "_max_tokens",
+        "_sent",
+        "_step",
+        "_stops",
+        "_timing",
+        "closed",
+        "ending",
+        "first_output_at",
+        "notes",
     )
 
     def __init__(
@@ -271,9 +285,13 @@ class Relay:
                 # calls: clients run the tools only on "tool_calls".
                 reason = "tool_calls"
         if decoder.unknown_finish_reason is not None:
-            self.notes.append(f"unknown finish_reason {decoder.unknown_finish_reason!r} reported as {reason!r}")
+            self.notes.append(
+                f"unknown finish_reason {decoder.unknown_finish_reason!r} reported as {reason!r}"
+            )
         while_thinking = reason == "length" and decoder.thinking_seen and not decoder.text_seen
-        self.ending = Finished(stop_reason=reason, usage=decoder.usage, while_thinking=while_thinking)
+        self.ending = Finished(
+            stop_reason=reason, usage=decoder.usage, while_thinking=while_thinking
+        )
         return self._encoder.finished(self.ending)
 
     def _fail(self, failure: Failed) -> bytes:

@@ -41,15 +41,42 @@ _NEUTRAL: dict[str, tuple[str, Any]] = {
     "prompt_cache_key": ("any string (ignored)", lambda v: isinstance(v, str)),
     "prompt_cache_retention": ("any string (ignored)", lambda v: isinstance(v, str)),
     "service_tier": ('"auto" or "default"', lambda v: v in ("auto", "default")),
-    "truncation": ('"disabled" (a conversation too long for the model is a 400)', lambda v: v == "disabled"),
-    "include": ("an array of strings (nothing more is included)", lambda v: isinstance(v, list) and all(isinstance(i, str) for i in v)),
+    "truncation": (
+        '"disabled" (a conversation too long for the model is a 400)',
+        lambda v: v == "disabled",
+    ),
+    "include": (
+        "an array of strings (nothing more is included)",
+        lambda v: isinstance(v, list) and all(isinstance(i, str) for i in v),
+    ),
     "background": ("false", lambda v: v is False),
     "top_logprobs": ("0", lambda v: v == 0 and not isinstance(v, bool)),
-    "max_tool_calls": ("an integer (it bounds built-in tools, which this service has none of)", lambda v: isinstance(v, int) and not isinstance(v, bool)),
-    "stream_options": ("an object of include_obfuscation", lambda v: isinstance(v, dict) and set(v) <= {"include_obfuscation"}),
+    "max_tool_calls": (
+        "an integer (it bounds built-in tools, which this service has none of)",
+        lambda v: isinstance(v, int) and not isinstance(v, bool),
+    ),
+    "stream_options": (
+        "an object of include_obfuscation",
+        lambda v: isinstance(v, dict) and set(v) <= {"include_obfuscation"},
+    ),
 }
-_OWN = ("model", "input", "instructions", "tools", "tool_choice", "max_output_tokens", "temperature", "top_p",
-        "reasoning", "text", "stream", "stop", "store", "previous_response_id", "conversation")
+_OWN = (
+    "model",
+    "input",
+    "instructions",
+    "tools",
+    "tool_choice",
+    "max_output_tokens",
+    "temperature",
+    "top_p",
+    "reasoning",
+    "text",
+    "stream",
+    "stop",
+    "store",
+    "previous_response_id",
+    "conversation",
+)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -70,8 +97,14 @@ def _text_of(where: str, parts: object, kinds: tuple[str, ...]) -> str:
         raise invalid(where, "must be a string or an array of content parts")
     out = []
     for i, part in enumerate(parts):
-        if not isinstance(part, dict) or part.get("type") not in kinds or not isinstance(part.get("text"), str):
-            raise invalid(f"{where}[{i}]", f"must be a part of type {' or '.join(kinds)} with a text")
+        if (
+            not isinstance(part, dict)
+            or part.get("type") not in kinds
+            or not isinstance(part.get("text"), str)
+        ):
+            raise invalid(
+                f"{where}[{i}]", f"must be a part of type {' or '.join(kinds)} with a text"
+            )
         out.append(part["text"])
     return "".join(out)
 
@@ -86,18 +119,26 @@ def _content(where: str, value: object, role: str) -> object:
         at = f"{where}[{j}]"
         kind = part.get("type") if isinstance(part, dict) else None
         if not isinstance(part, dict):
-            raise invalid(at, "must be a content part, e.g. {\"type\": \"input_text\", \"text\": \"...\"}")
+            raise invalid(at, 'must be a content part, e.g. {"type": "input_text", "text": "..."}')
         if kind in ("input_text", "output_text", "text"):
             out.append({"type": "text", "text": part.get("text")})
         elif kind == "refusal" and role == "assistant":
             out.append({"type": "refusal"})
         elif kind == "input_image" and role != "assistant":
             if part.get("file_id") is not None or not isinstance(part.get("image_url"), str):
-                raise invalid(f"{at}.image_url", "must be a data:image/...;base64 URL or an https: URL (file ids need storage)")
+                raise invalid(
+                    f"{at}.image_url",
+                    "must be a data:image/...;base64 URL or an https: URL (file ids need storage)",
+                )
             out.append({"type": "image_url", "image_url": {"url": part["image_url"]}})
         else:
-            allowed = "output_text and refusal" if role == "assistant" else "input_text and input_image"
-            raise invalid(f"{at}.type", f"{shown(kind)} parts are not supported here; {role} messages take {allowed} parts")
+            allowed = (
+                "output_text and refusal" if role == "assistant" else "input_text and input_image"
+            )
+            raise invalid(
+                f"{at}.type",
+                f"{shown(kind)} parts are not supported here; {role} messages take {allowed} parts",
+            )
     return out
 
 
@@ -110,8 +151,12 @@ _REASONING_KEYS = ("type", "id", "summary", "content", "encrypted_content", "sta
 def _only(where: str, item: dict[str, Any], keys: tuple[str, ...]) -> None:
     for key in item:
         if key not in keys:
-            raise ApiError(400, "unknown_field", f"{where}.{clip(key)}: unknown field; allowed fields are {', '.join(keys)}",
-                           param=f"{where}.{clip(key)}")
+            raise ApiError(
+                400,
+                "unknown_field",
+                f"{where}.{clip(key)}: unknown field; allowed fields are {', '.join(keys)}",
+                param=f"{where}.{clip(key)}",
+            )
 
 
 def _string_field(where: str, item: dict[str, Any], key: str) -> str:
@@ -127,10 +172,12 @@ def input_messages(value: object, instructions: object) -> tuple[list[Any], list
     messages: list[Any] = []
     names: list[str] = []
     if instructions is not None:
-        messages.append({"role": "system", "content": _text_of("instructions", instructions, ("input_text",))})
+        messages.append(
+            {"role": "system", "content": _text_of("instructions", instructions, ("input_text",))}
+        )
         names.append("instructions")
     if isinstance(value, str):
-        return messages + [{"role": "user", "content": value}], names + ["input"]
+        return [*messages, {"role": "user", "content": value}], [*names, "input"]
     if value is None:
         raise invalid("input", "is required")
     if not isinstance(value, list) or not value:
@@ -153,12 +200,18 @@ def input_messages(value: object, instructions: object) -> tuple[list[Any], list
     for i, item in enumerate(value):
         where = f"input[{i}]"
         if not isinstance(item, dict):
-            raise invalid(where, "must be an input item: a message, function_call, function_call_output or reasoning")
+            raise invalid(
+                where,
+                "must be an input item: a message, function_call, function_call_output or reasoning",
+            )
         kind = item.get("type", "message" if "role" in item else None)
         if kind == "message":
             _only(where, item, _MESSAGE_KEYS)
             role = item.get("role")
-            message = {"role": role, "content": _content(f"{where}.content", item.get("content"), str(role))}
+            message = {
+                "role": role,
+                "content": _content(f"{where}.content", item.get("content"), str(role)),
+            }
             if role == "assistant" and reasoning:
                 message["reasoning"], reasoning = reasoning, ""
             messages.append(message)
@@ -168,22 +221,36 @@ def input_messages(value: object, instructions: object) -> tuple[list[Any], list
             arguments = item.get("arguments")
             if not isinstance(arguments, str):
                 raise invalid(f"{where}.arguments", "must be a string (JSON text)")
-            call = {"id": _string_field(where, item, "call_id"), "type": "function",
-                    "function": {"name": _string_field(where, item, "name"), "arguments": arguments}}
+            call = {
+                "id": _string_field(where, item, "call_id"),
+                "type": "function",
+                "function": {"name": _string_field(where, item, "name"), "arguments": arguments},
+            }
             assistant(where).setdefault("tool_calls", []).append(call)
         elif kind == "function_call_output":
             _only(where, item, _OUTPUT_KEYS)
             output = _text_of(f"{where}.output", item.get("output"), ("input_text", "output_text"))
-            messages.append({"role": "tool", "tool_call_id": _string_field(where, item, "call_id"), "content": output})
+            messages.append(
+                {
+                    "role": "tool",
+                    "tool_call_id": _string_field(where, item, "call_id"),
+                    "content": output,
+                }
+            )
             names.append(where)
         elif kind == "reasoning":
             _only(where, item, _REASONING_KEYS)
             texts = item.get("content") or item.get("summary") or []
             reasoning += _text_of(f"{where}.content", texts, ("reasoning_text", "summary_text"))
         elif kind == "item_reference":
-            raise _refuse(f"{where}.type", f'"item_reference" items need stored items; {_STATELESS}')
+            raise _refuse(
+                f"{where}.type", f'"item_reference" items need stored items; {_STATELESS}'
+            )
         else:
-            raise invalid(f"{where}.type", f"{shown(kind)} items are not supported; send message, function_call, function_call_output or reasoning items")
+            raise invalid(
+                f"{where}.type",
+                f"{shown(kind)} items are not supported; send message, function_call, function_call_output or reasoning items",
+            )
     return messages, names
 
 
@@ -192,14 +259,27 @@ _MESSAGE_AT = re.compile(r"\bmessages\[(\d+)\]")
 
 def _renamed(error: ApiError, names: list[str]) -> ApiError:
     """An error the conversation checker found in messages[k], named by the input item."""
+
     def name(match: re.Match[str]) -> str:
         k = int(match.group(1))
         return names[k] if k < len(names) else match.group(0)
 
     if error.param == "messages":  # the conversation as a whole: too many messages
-        return ApiError(error.status, error.code, "input" + error.message.removeprefix("messages"), headers=error.headers, param="input")
+        return ApiError(
+            error.status,
+            error.code,
+            "input" + error.message.removeprefix("messages"),
+            headers=error.headers,
+            param="input",
+        )
     param = _MESSAGE_AT.sub(name, error.param) if error.param else error.param
-    return ApiError(error.status, error.code, _MESSAGE_AT.sub(name, error.message), headers=error.headers, param=param)
+    return ApiError(
+        error.status,
+        error.code,
+        _MESSAGE_AT.sub(name, error.message),
+        headers=error.headers,
+        param=param,
+    )
 
 
 def flat_tools(value: object) -> list[Any] | None:
@@ -208,12 +288,16 @@ def flat_tools(value: object) -> list[Any] | None:
     if value is None:
         return None
     if not isinstance(value, list):
-        raise invalid("tools", 'must be an array of {"type": "function", "name": ..., "parameters": {...}}')
+        raise invalid(
+            "tools", 'must be an array of {"type": "function", "name": ..., "parameters": {...}}'
+        )
     tools = []
     for i, tool in enumerate(value):
         if not isinstance(tool, dict) or tool.get("type") != "function":
             kind = tool.get("type") if isinstance(tool, dict) else None
-            raise _refuse(f"tools[{i}].type", f"only function tools are supported, got {json_shown(kind)}")
+            raise _refuse(
+                f"tools[{i}].type", f"only function tools are supported, got {json_shown(kind)}"
+            )
         function = {k: v for k, v in tool.items() if k != "type"}
         tools.append({"type": "function", "function": function})
     return tools
@@ -228,10 +312,16 @@ def _renamed_tools(error: ApiError) -> ApiError:
 
 
 def flat_tool_choice(value: object) -> object:
-    if isinstance(value, dict) and value.get("type") == "function" and set(value) == {"type", "name"}:
+    if (
+        isinstance(value, dict)
+        and value.get("type") == "function"
+        and set(value) == {"type", "name"}
+    ):
         return {"type": "function", "function": {"name": value["name"]}}
     if isinstance(value, dict):
-        raise invalid("tool_choice", 'must be "none", "auto", "required" or {"type": "function", "name": ...}')
+        raise invalid(
+            "tool_choice", 'must be "none", "auto", "required" or {"type": "function", "name": ...}'
+        )
     return value
 
 
@@ -240,9 +330,14 @@ def text_format(value: object) -> dict[str, Any] | None:
     if value is None:
         return None
     if not isinstance(value, dict) or set(value) - {"format", "verbosity"}:
-        raise invalid("text", 'must be {"format": {"type": "text" | "json_object" | "json_schema", ...}}')
+        raise invalid(
+            "text", 'must be {"format": {"type": "text" | "json_object" | "json_schema", ...}}'
+        )
     if value.get("verbosity") not in (None, "medium"):
-        raise _refuse("text.verbosity", f'this service accepts "medium" only, got {json_shown(value["verbosity"])}')
+        raise _refuse(
+            "text.verbosity",
+            f'this service accepts "medium" only, got {json_shown(value["verbosity"])}',
+        )
     spec = value.get("format")
     if spec is None:
         return None
@@ -300,13 +395,19 @@ def parse_responses(body: dict[str, Any], ctx: Context) -> ResponsesRequest:
     response_format = text_format(body.get("text"))
     if response_format is not None:
         openai_inputs = openai_params.takes_openai_inputs(model)
-        options["response_format"] = response_format if openai_inputs else openai_params.native_response_format(response_format)
+        options["response_format"] = (
+            response_format
+            if openai_inputs
+            else openai_params.native_response_format(response_format)
+        )
     stream = body.get("stream")
     if stream is not None and not isinstance(stream, bool):
         raise invalid("stream", "must be a boolean")
     messages, names = input_messages(body.get("input"), body.get("instructions"))
     try:
-        conversation = parse_conversation(messages, ctx.settings, dialect=OPENAI, model=model, facts=catalog.info(model))
+        conversation = parse_conversation(
+            messages, ctx.settings, dialect=OPENAI, model=model, facts=catalog.info(model)
+        )
     except ApiError as error:
         raise _renamed(error, names) from None
     max_tokens = parse_max_tokens("max_output_tokens", body.get("max_output_tokens"), ctx.settings)
@@ -328,7 +429,11 @@ def parse_responses(body: dict[str, Any], ctx: Context) -> ResponsesRequest:
         "reasoning": {"effort": effort, "summary": None},
         "store": False,
         "temperature": options.get("temperature"),
-        "text": {"format": body["text"]["format"] if isinstance(body.get("text"), dict) and body["text"].get("format") else {"type": "text"}},
+        "text": {
+            "format": body["text"]["format"]
+            if isinstance(body.get("text"), dict) and body["text"].get("format")
+            else {"type": "text"}
+        },
         "tool_choice": body.get("tool_choice") or "auto",
         "tools": body.get("tools") or [],
         "top_p": options.get("top_p"),
@@ -342,11 +447,18 @@ async def responses(ctx: Context) -> WebResponse:
     request = parse_responses(await parse_body(ctx), ctx)
     completion = request.completion
     source = await open_upstream(ctx, completion.model, completion.ai_inputs())
-    encoder = ResponsesEncoder(id="resp_" + os.urandom(12).hex(), created_at=int(time.time()), model=completion.model,
-                               echo=request.echo, stream=completion.stream)
+    encoder = ResponsesEncoder(
+        id="resp_" + os.urandom(12).hex(),
+        created_at=int(time.time()),
+        model=completion.model,
+        echo=request.echo,
+        stream=completion.stream,
+    )
     relay = new_relay(ctx, encoder, completion.max_tokens, completion.model, completion.stop)
     if completion.stream:
-        return WebResponse(status=200, headers=SSE_HEADERS, body=Relayed(source=source, relay=relay))
+        return WebResponse(
+            status=200, headers=SSE_HEADERS, body=Relayed(source=source, relay=relay)
+        )
     await answer_whole(ctx, source, relay)
     assert encoder.response is not None  # set with every ending the relay reports
     return json_response(200, encoder.response)

@@ -63,7 +63,7 @@ def usage(counts: dict[str, int] | None) -> dict[str, Any] | None:
 class _Open:
     """The message or reasoning item being written, and its text so far."""
 
-    __slots__ = ("index", "id", "kind", "texts")
+    __slots__ = ("id", "index", "kind", "texts")
 
     def __init__(self, index: int, id: str, kind: str) -> None:
         self.index, self.id, self.kind = index, id, kind
@@ -75,13 +75,31 @@ class ResponsesEncoder:
     failed); ``failure`` says how it failed. ``echo`` holds the request's fields a Response
     repeats (instructions, tools, tool_choice, temperature, ...)."""
 
-    __slots__ = ("_id", "_seq", "_stream", "_head", "_items", "_open", "_calls", "response", "failure")
+    __slots__ = (
+        "_calls",
+        "_head",
+        "_id",
+        "_items",
+        "_open",
+        "_seq",
+        "_stream",
+        "failure",
+        "response",
+    )
 
-    def __init__(self, *, id: str, created_at: int, model: str, echo: dict[str, Any], stream: bool) -> None:
+    def __init__(
+        self, *, id: str, created_at: int, model: str, echo: dict[str, Any], stream: bool
+    ) -> None:
         self._id = id
         self._seq = 0
         self._stream = stream
-        self._head: dict[str, Any] = {"id": id, "object": "response", "created_at": created_at, "model": model, **echo}
+        self._head: dict[str, Any] = {
+            "id": id,
+            "object": "response",
+            "created_at": created_at,
+            "model": model,
+            **echo,
+        }
         self._items: list[dict[str, Any]] = []  # the output, in output_index order
         self._open: _Open | None = None
         self._calls: dict[int, tuple[int, list[str]]] = {}  # tool call -> (output_index, arguments)
@@ -93,17 +111,31 @@ class ResponsesEncoder:
             return ""
         seq = self._seq
         self._seq = seq + 1
-        return "event: %s\ndata: %s\n\n" % (kind, _dumps({"type": kind, "sequence_number": seq, **fields}))
+        return "event: %s\ndata: %s\n\n" % (
+            kind,
+            _dumps({"type": kind, "sequence_number": seq, **fields}),
+        )
 
     def _snapshot(self, status: str, **extra: Any) -> dict[str, Any]:
-        return {**self._head, "status": status, "error": None, "incomplete_details": None,
-                "output": self._items, "usage": None, **extra}
+        return {
+            **self._head,
+            "status": status,
+            "error": None,
+            "incomplete_details": None,
+            "output": self._items,
+            "usage": None,
+            **extra,
+        }
 
     def start(self) -> bytes:
         if not self._stream:
             return b""
-        return (self._event("response.created", {"response": self._snapshot("in_progress", output=[])})
-                + self._event("response.in_progress", {"response": self._snapshot("in_progress", output=[])})).encode()
+        return (
+            self._event("response.created", {"response": self._snapshot("in_progress", output=[])})
+            + self._event(
+                "response.in_progress", {"response": self._snapshot("in_progress", output=[])}
+            )
+        ).encode()
 
     def _item_id(self, prefix: str) -> str:
         return "%s_%s_%d" % (prefix, self._id.removeprefix("resp_"), len(self._items))
@@ -114,16 +146,36 @@ class ResponsesEncoder:
         index = len(self._items)
         if kind == TEXT:
             item_id = self._item_id("msg")
-            item: dict[str, Any] = {"id": item_id, "type": "message", "status": "in_progress", "content": [], "role": "assistant"}
-            part: dict[str, Any] = {"type": "output_text", "annotations": [], "logprobs": [], "text": ""}
+            item: dict[str, Any] = {
+                "id": item_id,
+                "type": "message",
+                "status": "in_progress",
+                "content": [],
+                "role": "assistant",
+            }
+            part: dict[str, Any] = {
+                "type": "output_text",
+                "annotations": [],
+                "logprobs": [],
+                "text": "",
+            }
         else:
             item_id = self._item_id("rs")
-            item = {"id": item_id, "type": "reasoning", "summary": [], "content": [], "status": "in_progress"}
+            item = {
+                "id": item_id,
+                "type": "reasoning",
+                "summary": [],
+                "content": [],
+                "status": "in_progress",
+            }
             part = {"type": "reasoning_text", "text": ""}
         self._open = _Open(index, item_id, kind)
         self._items.append(item)
         out += self._event("response.output_item.added", {"output_index": index, "item": item})
-        return out + self._event("response.content_part.added", {"item_id": item_id, "output_index": index, "content_index": 0, "part": part})
+        return out + self._event(
+            "response.content_part.added",
+            {"item_id": item_id, "output_index": index, "content_index": 0, "part": part},
+        )
 
     def _end_open(self, status: str) -> str:
         current = self._open
@@ -134,7 +186,12 @@ class ResponsesEncoder:
         item = self._items[current.index]
         at = {"item_id": current.id, "output_index": current.index, "content_index": 0}
         if current.kind == TEXT:
-            part: dict[str, Any] = {"type": "output_text", "annotations": [], "logprobs": [], "text": text}
+            part: dict[str, Any] = {
+                "type": "output_text",
+                "annotations": [],
+                "logprobs": [],
+                "text": text,
+            }
             out = self._event("response.output_text.done", {**at, "text": text, "logprobs": []})
         else:
             part = {"type": "reasoning_text", "text": text}
@@ -142,7 +199,9 @@ class ResponsesEncoder:
         item["content"] = [part]
         item["status"] = status
         out += self._event("response.content_part.done", {**at, "part": part})
-        return out + self._event("response.output_item.done", {"output_index": current.index, "item": item})
+        return out + self._event(
+            "response.output_item.done", {"output_index": current.index, "item": item}
+        )
 
     def parts(self, parts: list[Part]) -> bytes:
         out = []
@@ -169,11 +228,21 @@ class ResponsesEncoder:
                 index = len(self._items)
                 item_id = self._item_id("fc")
                 call_id = call.id or "call_%s_%d" % (self._id.removeprefix("resp_"), call.index)
-                item = {"id": item_id, "type": "function_call", "status": "in_progress", "arguments": "",
-                        "call_id": call_id, "name": call.name or ""}
+                item = {
+                    "id": item_id,
+                    "type": "function_call",
+                    "status": "in_progress",
+                    "arguments": "",
+                    "call_id": call_id,
+                    "name": call.name or "",
+                }
                 self._items.append(item)
                 known = self._calls[call.index] = (index, [])
-                out.append(self._event("response.output_item.added", {"output_index": index, "item": dict(item)}))
+                out.append(
+                    self._event(
+                        "response.output_item.added", {"output_index": index, "item": dict(item)}
+                    )
+                )
             elif call.name and not self._items[known[0]]["name"]:
                 self._items[known[0]]["name"] = call.name
             index, arguments = known
@@ -182,7 +251,10 @@ class ResponsesEncoder:
                 if self._stream:
                     seq = self._seq
                     self._seq = seq + 1
-                    out.append(_ARGUMENTS_DELTA % (seq, self._items[index]["id"], index, _string(call.arguments)))
+                    out.append(
+                        _ARGUMENTS_DELTA
+                        % (seq, self._items[index]["id"], index, _string(call.arguments))
+                    )
         return "".join(out).encode()
 
     def _end_calls(self, status: str) -> str:
@@ -191,9 +263,20 @@ class ResponsesEncoder:
             item = self._items[index]
             item["arguments"] = "".join(arguments)
             item["status"] = status
-            out.append(self._event("response.function_call_arguments.done",
-                                   {"item_id": item["id"], "output_index": index, "name": item["name"], "arguments": item["arguments"]}))
-            out.append(self._event("response.output_item.done", {"output_index": index, "item": item}))
+            out.append(
+                self._event(
+                    "response.function_call_arguments.done",
+                    {
+                        "item_id": item["id"],
+                        "output_index": index,
+                        "name": item["name"],
+                        "arguments": item["arguments"],
+                    },
+                )
+            )
+            out.append(
+                self._event("response.output_item.done", {"output_index": index, "item": item})
+            )
         return "".join(out)
 
     def ping(self) -> bytes:
@@ -211,6 +294,7 @@ class ResponsesEncoder:
         """What was sent stays sent; the items still open end as incomplete."""
         self.failure = failure
         out = self._end_open("incomplete") + self._end_calls("incomplete")
-        self.response = self._snapshot("failed", error={"code": failure.code, "message": failure.message})
+        self.response = self._snapshot(
+            "failed", error={"code": failure.code, "message": failure.message}
+        )
         return (out + self._event("response.failed", {"response": self.response})).encode()
-

@@ -95,13 +95,19 @@ def load(lookup: Lookup) -> Settings:
         default_model=default_model,
         default_max_tokens=default_tokens,
         max_tokens_limit=limit,
-        max_body_bytes=_number(lookup, "MAX_BODY_BYTES", body_limit_for(models), int, 64, 64 * 1024 * 1024),
+        max_body_bytes=_number(
+            lookup, "MAX_BODY_BYTES", body_limit_for(models), int, 64, 64 * 1024 * 1024
+        ),
         max_messages=_number(lookup, "MAX_MESSAGES", 1000, int, 1, 10_000),
         max_message_chars=_number(lookup, "MAX_MESSAGE_CHARS", 1_000_000, int, 1, 16_000_000),
         max_images=_number(lookup, "MAX_IMAGES", 8, int, 0, 100),
-        max_image_bytes=_number(lookup, "MAX_IMAGE_BYTES", 3 * 1024 * 1024, int, 1024, 20 * 1024 * 1024),
+        max_image_bytes=_number(
+            lookup, "MAX_IMAGE_BYTES", 3 * 1024 * 1024, int, 1024, 20 * 1024 * 1024
+        ),
         resume_grace=_number(lookup, "RESUME_GRACE_SECONDS", 10.0, float, 0.0, 3600.0),
-        max_conversation_bytes=_number(lookup, "MAX_CONVERSATION_BYTES", 32 * 1024 * 1024, int, 1024, 1024**3),
+        max_conversation_bytes=_number(
+            lookup, "MAX_CONVERSATION_BYTES", 32 * 1024 * 1024, int, 1024, 1024**3
+        ),
         ping_after=ping_after,
         give_up_after=give_up_after,
         allowed_origins=_list(lookup, "CORS_ALLOWED_ORIGINS"),
@@ -122,5 +128,7 @@ def _fallbacks(lookup: Lookup) -> tuple[str, ...]:
     models = _list(lookup, "AI_FALLBACK_MODELS")
     for model in models:
         if not model.startswith("@") or any(c.isspace() for c in model):
-            raise SettingsError(f"AI_FALLBACK_MODELS={lookup('AI_FALLBACK_MODELS')!r}: {model!r} is not a Workers AI model id")
+            raise SettingsError(
+                f"AI_FALLBACK_MODELS={lookup('AI_FALLBACK_MODELS')!r}: {model!r} is not a Workers AI model id"
+            )
     return tuple(dict.fromkeys(models))

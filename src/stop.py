@@ -42,7 +42,7 @@ class StopScanner:
     `longest - 1` suffixes against a set of the stop strings' prefixes: linear in the input.
     """
 
-    __slots__ = ("_pattern", "_prefixes", "_longest", "_held", "stopped")
+    __slots__ = ("_held", "_longest", "_pattern", "_prefixes", "stopped")
 
     def __init__(self, stops: tuple[str, ...]) -> None:
         self._pattern = re.compile("|".join(re.escape(s) for s in stops))

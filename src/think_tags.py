@@ -28,7 +28,7 @@ def _partial_tail(text: str, tag: str) -> int:
 
 
 class ThinkTags:
-    __slots__ = ("thinking", "_start", "_trim", "_held")
+    __slots__ = ("_held", "_start", "_trim", "thinking")
 
     def __init__(self, *, thinking: bool) -> None:
         self.thinking = thinking  # inside the reasoning now

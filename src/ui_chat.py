@@ -19,7 +19,13 @@ from typing import Any
 
 import catalog
 from app import Api, Context, Route, app_error, new_relay, open_upstream, parse_body
-from chat_request import parse_max_tokens, parse_model, parse_reasoning_effort, parse_temperature, reject_unknown
+from chat_request import (
+    parse_max_tokens,
+    parse_model,
+    parse_reasoning_effort,
+    parse_temperature,
+    reject_unknown,
+)
 from conversation import OPENAI, parse_conversation
 from errors import invalid, shown
 from guard import PAGE_OR_KEY
@@ -30,7 +36,18 @@ from ui_stream import HEADERS, UIMessageEncoder
 from web import SSE_HEADERS, Relayed, WebResponse
 
 PATH = "/api/v1/ui-chat"
-FIELDS = ("id", "messages", "trigger", "messageId", "model", "max_tokens", "temperature", "reasoning_effort", "stop", "tools")
+FIELDS = (
+    "id",
+    "messages",
+    "trigger",
+    "messageId",
+    "model",
+    "max_tokens",
+    "temperature",
+    "reasoning_effort",
+    "stop",
+    "tools",
+)
 TRIGGERS = ("submit-message", "regenerate-message")
 # Parts that only the page shows: nothing the model needs.
 _UI_ONLY = ("source-url", "source-document", "step-start")
@@ -38,11 +55,13 @@ _UI_ONLY = ("source-url", "source-document", "step-start")
 _json = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 
 
-def _tool_part(at: str, part: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any] | None] | None:
+def _tool_part(
+    at: str, part: dict[str, Any]
+) -> tuple[dict[str, Any], dict[str, Any] | None] | None:
     """A tool part as (the assistant's tool call, its tool message or None); None when the
     call has no input yet (still streaming: the model would see half a call)."""
     kind = part["type"]
-    name = part.get("toolName") if kind == "dynamic-tool" else kind[len("tool-"):]
+    name = part.get("toolName") if kind == "dynamic-tool" else kind[len("tool-") :]
     call_id = part.get("toolCallId")
     if not isinstance(call_id, str) or not call_id:
         raise invalid(f"{at}.toolCallId", "must be a non-empty string")
@@ -51,15 +70,27 @@ def _tool_part(at: str, part: dict[str, Any]) -> tuple[dict[str, Any], dict[str,
     state = part.get("state")
     if state in ("input-streaming", None):
         return None
-    call = {"id": call_id, "type": "function", "function": {"name": name, "arguments": _json(part.get("input", {}))}}
+    call = {
+        "id": call_id,
+        "type": "function",
+        "function": {"name": name, "arguments": _json(part.get("input", {}))},
+    }
     if state == "output-available":
         output = part.get("output")
         text = output if isinstance(output, str) else _json(output)
         return call, {"role": "tool", "tool_call_id": call_id, "content": text}
     if state == "output-error":
-        return call, {"role": "tool", "tool_call_id": call_id, "content": str(part.get("errorText", "error"))}
+        return call, {
+            "role": "tool",
+            "tool_call_id": call_id,
+            "content": str(part.get("errorText", "error")),
+        }
     if state == "output-denied":
-        return call, {"role": "tool", "tool_call_id": call_id, "content": "The user denied this tool call."}
+        return call, {
+            "role": "tool",
+            "tool_call_id": call_id,
+            "content": "The user denied this tool call.",
+        }
     return call, None
 
 
@@ -112,13 +143,20 @@ def _user(at: str, role: str, parts: list[Any]) -> dict[str, Any]:
         kind = part.get("type")
         if kind == "text":
             content.append({"type": "text", "text": _text(where, part)})
-        elif kind == "file" and role == "user" and str(part.get("mediaType", "")).startswith("image/"):
+        elif (
+            kind == "file"
+            and role == "user"
+            and str(part.get("mediaType", "")).startswith("image/")
+        ):
             content.append({"type": "image_url", "image_url": {"url": part.get("url")}})
         elif kind in _UI_ONLY or kind.startswith("data-"):
             continue
         else:
             allowed = "text and image file" if role == "user" else "text"
-            raise invalid(f"{where}.type", f"{shown(kind)} parts are not supported here; {role} messages take {allowed} parts")
+            raise invalid(
+                f"{where}.type",
+                f"{shown(kind)} parts are not supported here; {role} messages take {allowed} parts",
+            )
     if any(p["type"] != "text" for p in content):
         return {"role": role, "content": content}
     return {"role": role, "content": "".join(p["text"] for p in content)}
@@ -136,9 +174,15 @@ def ui_messages(value: object) -> list[Any]:
             raise invalid(at, "must be a UI message {id, role, parts}")
         role, parts = message.get("role"), message.get("parts")
         if role not in ("system", "user", "assistant"):
-            raise invalid(f"{at}.role", f"must be 'system', 'user' or 'assistant', got {shown(role)}")
-        if not isinstance(parts, list) or not all(isinstance(p, dict) and isinstance(p.get("type"), str) for p in parts):
-            raise invalid(f"{at}.parts", 'must be an array of parts, e.g. {"type": "text", "text": "..."}')
+            raise invalid(
+                f"{at}.role", f"must be 'system', 'user' or 'assistant', got {shown(role)}"
+            )
+        if not isinstance(parts, list) or not all(
+            isinstance(p, dict) and isinstance(p.get("type"), str) for p in parts
+        ):
+            raise invalid(
+                f"{at}.parts", 'must be an array of parts, e.g. {"type": "text", "text": "..."}'
+            )
         if role == "assistant":
             _assistant(at, parts, out)
         else:
@@ -163,11 +207,16 @@ def continued(messages: object) -> str | None:
 def parse_ui_chat(body: dict[str, Any], ctx: Context) -> UiChatRequest:
     reject_unknown(body, FIELDS)
     if body.get("trigger") not in (None, *TRIGGERS):
-        raise invalid("trigger", f"must be 'submit-message' or 'regenerate-message', got {shown(body['trigger'])}")
+        raise invalid(
+            "trigger",
+            f"must be 'submit-message' or 'regenerate-message', got {shown(body['trigger'])}",
+        )
     settings = ctx.settings
     model = parse_model(body.get("model"), settings)
     facts = catalog.info(model)
-    conversation = parse_conversation(ui_messages(body.get("messages")), settings, dialect=OPENAI, model=model, facts=facts)
+    conversation = parse_conversation(
+        ui_messages(body.get("messages")), settings, dialect=OPENAI, model=model, facts=facts
+    )
     options: dict[str, Any] = {}
     temperature = parse_temperature(body.get("temperature"))
     if temperature is not None:
@@ -194,14 +243,24 @@ async def ui_chat(ctx: Context) -> WebResponse:
     parsed = parse_ui_chat(await parse_body(ctx), ctx)
     request = parsed.completion
     source = await open_upstream(ctx, request.model, request.ai_inputs())
-    fresh = os.urandom(12).hex()  # tool-call ids too: a continued message's steps must not reuse one
-    encoder = UIMessageEncoder(message_id=parsed.message_id or "msg_" + fresh, model=request.model, call_prefix=fresh)
+    fresh = os.urandom(
+        12
+    ).hex()  # tool-call ids too: a continued message's steps must not reuse one
+    encoder = UIMessageEncoder(
+        message_id=parsed.message_id or "msg_" + fresh, model=request.model, call_prefix=fresh
+    )
     relay = new_relay(ctx, encoder, request.max_tokens, request.model, request.stop)
-    return WebResponse(status=200, headers=SSE_HEADERS + HEADERS, body=Relayed(source=source, relay=relay))
+    return WebResponse(
+        status=200, headers=SSE_HEADERS + HEADERS, body=Relayed(source=source, relay=relay)
+    )
 
 
 UI_CHAT_API = Api(
     prefix=PATH,
-    routes={PATH: Route(methods={"POST": ui_chat}, render_error=app_error, access=PAGE_OR_KEY, metered=True)},
+    routes={
+        PATH: Route(
+            methods={"POST": ui_chat}, render_error=app_error, access=PAGE_OR_KEY, metered=True
+        )
+    },
     render_error=app_error,
 )

@@ -22,7 +22,12 @@ from upstream import TEXT, Part, ToolCall
 
 HEADERS = (("x-vercel-ai-ui-message-stream", "v1"),)
 DONE = b"data: [DONE]\n\n"
-FINISH_REASONS = {"stop": "stop", "length": "length", "tool_calls": "tool-calls", "content_filter": "content-filter"}
+FINISH_REASONS = {
+    "stop": "stop",
+    "length": "length",
+    "tool_calls": "tool-calls",
+    "content_filter": "content-filter",
+}
 
 _dumps = json.JSONEncoder(separators=(",", ":")).encode
 _string = json.encoder.encode_basestring_ascii
@@ -37,12 +42,16 @@ def usage(counts: dict[str, int] | None) -> dict[str, int] | None:
     """The AI SDK's LanguageModelUsage names."""
     if counts is None:
         return None
-    names = (("inputTokens", "prompt_tokens"), ("outputTokens", "completion_tokens"), ("totalTokens", "total_tokens"))
+    names = (
+        ("inputTokens", "prompt_tokens"),
+        ("outputTokens", "completion_tokens"),
+        ("totalTokens", "total_tokens"),
+    )
     return {ours: counts[theirs] for ours, theirs in names if theirs in counts}
 
 
 class UIMessageEncoder:
-    __slots__ = ("_message_id", "_call_prefix", "_model", "_open", "_parts", "_calls")
+    __slots__ = ("_call_prefix", "_calls", "_message_id", "_model", "_open", "_parts")
 
     def __init__(self, *, message_id: str, model: str, call_prefix: str | None = None) -> None:
         """call_prefix: unique to this answer, for the ids of tool calls the model sent none for
@@ -55,7 +64,9 @@ class UIMessageEncoder:
         self._calls: dict[int, tuple[str, str, list[str]]] = {}  # index -> (id, name, arguments)
 
     def start(self) -> bytes:
-        return (chunk({"type": "start", "messageId": self._message_id}) + chunk({"type": "start-step"})).encode()
+        return (
+            chunk({"type": "start", "messageId": self._message_id}) + chunk({"type": "start-step"})
+        ).encode()
 
     def _end_open(self) -> str:
         if self._open is None:
@@ -84,10 +95,20 @@ class UIMessageEncoder:
                 out.append(self._end_open())
                 id = call.id or f"call_{self._call_prefix}_{call.index}"
                 known = self._calls[call.index] = (id, call.name or "", [])
-                out.append(chunk({"type": "tool-input-start", "toolCallId": id, "toolName": known[1]}))
+                out.append(
+                    chunk({"type": "tool-input-start", "toolCallId": id, "toolName": known[1]})
+                )
             if call.arguments:
                 known[2].append(call.arguments)
-                out.append(chunk({"type": "tool-input-delta", "toolCallId": known[0], "inputTextDelta": call.arguments}))
+                out.append(
+                    chunk(
+                        {
+                            "type": "tool-input-delta",
+                            "toolCallId": known[0],
+                            "inputTextDelta": call.arguments,
+                        }
+                    )
+                )
         return "".join(out).encode()
 
     def _inputs(self) -> str:
@@ -97,10 +118,28 @@ class UIMessageEncoder:
             try:
                 value = json.loads(text) if text.strip() else {}
             except ValueError as exc:
-                out.append(chunk({"type": "tool-input-error", "toolCallId": id, "toolName": name, "input": text,
-                                  "errorText": f"The model's arguments are not JSON: {exc}"}))
+                out.append(
+                    chunk(
+                        {
+                            "type": "tool-input-error",
+                            "toolCallId": id,
+                            "toolName": name,
+                            "input": text,
+                            "errorText": f"The model's arguments are not JSON: {exc}",
+                        }
+                    )
+                )
             else:
-                out.append(chunk({"type": "tool-input-available", "toolCallId": id, "toolName": name, "input": value}))
+                out.append(
+                    chunk(
+                        {
+                            "type": "tool-input-available",
+                            "toolCallId": id,
+                            "toolName": name,
+                            "input": value,
+                        }
+                    )
+                )
         return "".join(out)
 
     def ping(self) -> bytes:
@@ -112,9 +151,13 @@ class UIMessageEncoder:
             metadata["usage"] = usage(stop.usage)
         reason = FINISH_REASONS.get(stop.stop_reason, "other")
         out = self._end_open() + self._inputs() + chunk({"type": "finish-step"})
-        return (out + chunk({"type": "finish", "finishReason": reason, "messageMetadata": metadata})).encode() + DONE
+        return (
+            out + chunk({"type": "finish", "finishReason": reason, "messageMetadata": metadata})
+        ).encode() + DONE
 
     def failed(self, failure: Failed) -> bytes:
         """What was sent stays sent; an open part is ended first, so the client keeps it."""
-        out = self._end_open() + chunk({"type": "error", "errorText": failure.message, "code": failure.code})
+        out = self._end_open() + chunk(
+            {"type": "error", "errorText": failure.message, "code": failure.code}
+        )
         return out.encode() + DONE

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 from think_tags import TEXT, THINKING, Part, ThinkTags
 
-__all__ = ["TEXT", "THINKING", "Part", "ToolCall", "Decoded", "UpstreamDecoder", "finish_reason"]
+__all__ = ["TEXT", "THINKING", "Decoded", "Part", "ToolCall", "UpstreamDecoder", "finish_reason"]
 
 USAGE_KEYS = ("prompt_tokens", "completion_tokens", "total_tokens")
 
@@ -41,8 +41,11 @@ def _cached_tokens(usage: dict[str, object]) -> int | None:
     .cached_tokens (what Workers AI sends, workers-ai-provider 3.1.13), or a flat cached_tokens.
     Kept in our usage as a flat `cached_tokens`."""
     details = usage.get("prompt_tokens_details")
-    value = details.get("cached_tokens") if isinstance(details, dict) else usage.get("cached_tokens")
+    value = (
+        details.get("cached_tokens") if isinstance(details, dict) else usage.get("cached_tokens")
+    )
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
 
 # The native frame as Workers AI sends it, when its text needs no JSON unescaping:
 # the text is then the match itself, and json.loads (the slow part) is skipped.
@@ -60,9 +63,16 @@ _PLAIN = r'"[^"\\\x00-\x1f]*+"'
 _PAIR = r'"(role|content|reasoning_content|reasoning)":(?:"([^"\\\x00-\x1f]*+)"|null)'
 _CHUNK = (
     r'\{"id":' + _PLAIN + r',"object":"chat\.completion\.chunk"(?:,"created":(?:0|[1-9][0-9]*+))?'
-    r'(?:,"model":' + _PLAIN + r')?,"choices":\[\{"index":0,"delta":\{'
-    + "(?:" + _PAIR + ("(?:," + _PAIR + ")?") * 3 + ")?"
-    + r'\}(?:,"logprobs":null)?,"finish_reason":null(?:,"stop_reason":null)?\}\](?:,"p":' + _PLAIN + r")?\}"
+    r'(?:,"model":'
+    + _PLAIN
+    + r')?,"choices":\[\{"index":0,"delta":\{'
+    + "(?:"
+    + _PAIR
+    + ("(?:," + _PAIR + ")?") * 3
+    + ")?"
+    + r'\}(?:,"logprobs":null)?,"finish_reason":null(?:,"stop_reason":null)?\}\](?:,"p":'
+    + _PLAIN
+    + r")?\}"
 )
 _PLAIN_CHUNK = re.compile(_CHUNK)
 _ONE_PLAIN_CHUNK = re.compile("data: " + _CHUNK + "\n\n")
@@ -372,7 +382,9 @@ class UpstreamDecoder:
         if isinstance(other, str) and other and other != thought:
             self._emit(THINKING, other, out)
 
-    def _call(self, key: object, out: Decoded, *, id: str | None, name: str | None, arguments: str) -> None:
+    def _call(
+        self, key: object, out: Decoded, *, id: str | None, name: str | None, arguments: str
+    ) -> None:
         """One piece of the call known upstream as ``key``; a key not seen before starts a call."""
         index = self._calls.get(key)
         first = index is None
@@ -403,8 +415,13 @@ class UpstreamDecoder:
                 key = ("id", id)
             else:
                 key = ("index", position) if whole or self._last_call is None else self._last_call
-            self._call(key, out, id=id if isinstance(id, str) and id else None,
-                       name=_str(function.get("name")), arguments=_arguments(function.get("arguments")))
+            self._call(
+                key,
+                out,
+                id=id if isinstance(id, str) and id else None,
+                name=_str(function.get("name")),
+                arguments=_arguments(function.get("arguments")),
+            )
 
     def _native_tool_calls(self, calls: list[object], out: Decoded) -> None:
         for item in calls:
@@ -414,8 +431,13 @@ class UpstreamDecoder:
             function = item.get("function")
             source = function if isinstance(function, dict) else item
             id = item.get("id")
-            self._call(("native", len(self._calls)), out, id=id if isinstance(id, str) and id else None,
-                       name=_str(source.get("name")), arguments=_arguments(source.get("arguments")))
+            self._call(
+                ("native", len(self._calls)),
+                out,
+                id=id if isinstance(id, str) and id else None,
+                name=_str(source.get("name")),
+                arguments=_arguments(source.get("arguments")),
+            )
 
 
 def _str(value: object) -> str | None:

@@ -95,4 +95,3 @@ def json_response(status: int, value: Any, headers: Headers = ()) -> WebResponse
         # \udXXX escape it is still valid JSON, the same text the streamed answer sends.
         body = json.dumps(value).encode()
     return WebResponse(status=status, headers=JSON_HEADERS + headers, body=body)
-

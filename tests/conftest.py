@@ -9,8 +9,8 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -55,7 +55,9 @@ class Runtime:
     def stats(self) -> dict[str, Any]:
         return httpx.get(self.url + "/__local/stats").json()  # type: ignore[no-any-return]
 
-    def wait_for(self, predicate: Callable[[dict[str, Any]], bool], timeout: float = 5.0) -> dict[str, Any]:
+    def wait_for(
+        self, predicate: Callable[[dict[str, Any]], bool], timeout: float = 5.0
+    ) -> dict[str, Any]:
         deadline = time.monotonic() + timeout
         while True:
             call = self.last_call()
@@ -114,7 +116,9 @@ def start_runtime(
         seen.append(line)
         if line.startswith("{") and '"message":"ready"' in line:
             runtime = Runtime(process, json.loads(line))
-            runtime.reader = threading.Thread(target=lambda: runtime.log.extend(process.stdout or []), daemon=True)
+            runtime.reader = threading.Thread(
+                target=runtime.log.extend, args=(process.stdout or [],), daemon=True
+            )
             runtime.reader.start()
             return runtime
     process.kill()
@@ -139,17 +143,25 @@ def runtime() -> Iterator[Runtime]:
     rt.stop()
 
 
-def assert_stopped(call: dict[str, Any], *, left_at_ms: float | None = None, within_ms: float = 1000.0) -> None:
+def assert_stopped(
+    call: dict[str, Any], *, left_at_ms: float | None = None, within_ms: float = 1000.0
+) -> None:
     """The model saw its connection closed before the answer's end, wrote nothing after,
     and (given when the client left, epoch ms) within `within_ms` of it. The bound is generous:
     it tells a cancel from an answer read to its end on a loaded machine; how fast the close
     really is, is the bench's to measure (bench/RESULTS.md: tens of ms)."""
-    assert call["clientClosedAt"] is not None and call["finishedAt"] is None, f"the model finished or never saw a close: {call}"
+    assert call["clientClosedAt"] is not None and call["finishedAt"] is None, (
+        f"the model finished or never saw a close: {call}"
+    )
     assert call["chunksSent"] == call["chunksAtClose"], f"the model wrote after the close: {call}"
-    assert call["chunksTotal"] == 0 or call["chunksAtClose"] < call["chunksTotal"], f"the whole answer went out: {call}"
+    assert call["chunksTotal"] == 0 or call["chunksAtClose"] < call["chunksTotal"], (
+        f"the whole answer went out: {call}"
+    )
     if left_at_ms is not None:
         delay = call["clientClosedAt"] - left_at_ms
-        assert delay < within_ms, f"upstream closed {delay:.1f} ms after the client left (bound {within_ms} ms)"
+        assert delay < within_ms, (
+            f"upstream closed {delay:.1f} ms after the client left (bound {within_ms} ms)"
+        )
 
 
 def parse_sse(raw: bytes) -> list[tuple[str, object]]:
@@ -161,7 +173,9 @@ def parse_sse(raw: bytes) -> list[tuple[str, object]]:
             events.append((":", block[1:].strip()))
             continue
         lines = block.split("\n")
-        assert lines[0].startswith("event: ") and lines[1].startswith("data: ") and len(lines) == 2, block
+        assert (
+            lines[0].startswith("event: ") and lines[1].startswith("data: ") and len(lines) == 2
+        ), block
         events.append((lines[0][7:], json.loads(lines[1][6:])))
     return events
 
@@ -180,15 +194,25 @@ def expected_tokens(messages: list[dict[str, str]]) -> list[str]:
 def expected_usage(messages: list[dict[str, str]]) -> dict[str, int]:
     prompt = sum(len(m["content"].split()) + 3 for m in messages)
     completion = len(expected_tokens(messages))
-    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+    }
 
 
 def expected_wire(messages: list[dict[str, str]], stop_reason: str = "stop") -> bytes:
     out = b""
     for i, token in enumerate(expected_tokens(messages)):
-        out += b'event: content_block_delta\ndata: {"index":%d,"text":%s}\n\n' % (i, json.dumps(token).encode())
+        out += b'event: content_block_delta\ndata: {"index":%d,"text":%s}\n\n' % (
+            i,
+            json.dumps(token).encode(),
+        )
     usage = json.dumps(expected_usage(messages), separators=(",", ":")).encode()
-    out += b'event: message_stop\ndata: {"stop_reason":"%s","usage":%s}\n\n' % (stop_reason.encode(), usage)
+    out += b'event: message_stop\ndata: {"stop_reason":"%s","usage":%s}\n\n' % (
+        stop_reason.encode(),
+        usage,
+    )
     return out + b"event: done\ndata: {}\n\n"
 
 
@@ -197,7 +221,9 @@ ARTIFACTS = ROOT / "test-artifacts"
 # Debian's chromium, never a downloaded browser; without it the browser suites say so and skip.
 BROWSER_MARKS = [
     pytest.mark.browser,
-    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"no Chromium at {CHROMIUM}: apt-get install chromium"),
+    pytest.mark.skipif(
+        not Path(CHROMIUM).exists(), reason=f"no Chromium at {CHROMIUM}: apt-get install chromium"
+    ),
 ]
 
 
@@ -206,7 +232,13 @@ def browser() -> Iterator[Browser]:
     with sync_playwright() as p:
         b = p.chromium.launch(
             executable_path=CHROMIUM,
-            args=["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"],
+            args=[
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+            ],
         )
         yield b
         b.close()

@@ -46,12 +46,16 @@ class FakeSource:
         self.cancelled += 1
 
 
-def frames(*texts: str, done: bool = True, usage: dict[str, int] | None = None) -> list[tuple[float, object]]:
+def frames(
+    *texts: str, done: bool = True, usage: dict[str, int] | None = None
+) -> list[tuple[float, object]]:
     steps: list[tuple[float, object]] = [
         (0.0, b"data: " + json.dumps({"response": t}).encode() + b"\n\n") for t in texts
     ]
     if usage is not None:
-        steps.append((0.0, b"data: " + json.dumps({"response": "", "usage": usage}).encode() + b"\n\n"))
+        steps.append(
+            (0.0, b"data: " + json.dumps({"response": "", "usage": usage}).encode() + b"\n\n")
+        )
     if done:
         steps.append((0.0, b"data: [DONE]\n\n"))
     return steps
@@ -68,7 +72,14 @@ class FakeModel:
     # model id -> what stream() raises for that model (a busy or paid-plan model, say)
     fails: dict[str, Exception] = field(default_factory=dict)
 
-    async def stream(self, model: str, inputs: dict[str, object], *, timeout: float = 60.0, options: RunOptions | None = None) -> FakeSource:
+    async def stream(
+        self,
+        model: str,
+        inputs: dict[str, object],
+        *,
+        timeout: float = 60.0,
+        options: RunOptions | None = None,
+    ) -> FakeSource:
         self.calls.append((model, inputs))
         self.options.append(options)
         if model in self.fails:
@@ -101,7 +112,13 @@ async def no_body() -> AsyncIterator[bytes]:
 
 def completion_context(settings: Settings) -> Context:
     """What the OpenAI parser reads of a request: its settings (no body, no model calls)."""
-    request = WebRequest(method="POST", url="http://x/v1/chat/completions", path="/v1/chat/completions", headers={}, body=no_body())
+    request = WebRequest(
+        method="POST",
+        url="http://x/v1/chat/completions",
+        path="/v1/chat/completions",
+        headers={},
+        body=no_body(),
+    )
     return Context(request=request, settings=settings, model=None)  # type: ignore[arg-type]
 
 

@@ -30,12 +30,22 @@ MAX_BYTES = 100_000  # past the 64 KiB body limit, and no more: a longer body te
 # What a client can get for a body, per API; anything else is a bug.
 CLIENT_ERRORS = {
     CHAT: {
-        (400, "invalid_json"), (400, "invalid_field"), (400, "unknown_field"), (400, "unknown_model"),
-        (400, "too_many_messages"), (400, "message_too_long"), (413, "body_too_large"),
+        (400, "invalid_json"),
+        (400, "invalid_field"),
+        (400, "unknown_field"),
+        (400, "unknown_model"),
+        (400, "too_many_messages"),
+        (400, "message_too_long"),
+        (413, "body_too_large"),
     },
     COMPLETIONS: {
-        (400, "invalid_json"), (400, "invalid_field"), (400, "unknown_field"), (400, "unknown_model"),
-        (400, "too_many_messages"), (400, "message_too_long"), (400, "unsupported_parameter"),
+        (400, "invalid_json"),
+        (400, "invalid_field"),
+        (400, "unknown_field"),
+        (400, "unknown_model"),
+        (400, "too_many_messages"),
+        (400, "message_too_long"),
+        (400, "unsupported_parameter"),
         (413, "body_too_large"),
     },
 }
@@ -55,10 +65,21 @@ class Raw:
 class Pairs:
     """An object that may repeat a key."""
 
-    items: list[tuple[str, "Node"]]
+    items: list[tuple[str, Node]]
 
 
-Node = Union[None, bool, int, float, str, Raw, Pairs, list["Node"], dict[str, "Node"]]
+# A recursive alias: `|` cannot join the quoted "Node" at run time.
+Node = Union[  # noqa: UP007
+    None,
+    bool,
+    int,
+    float,
+    str,
+    Raw,
+    Pairs,
+    list["Node"],
+    dict[str, "Node"],
+]
 
 
 def bodies(seed: int, count: int) -> Iterator[tuple[str, bytes]]:
@@ -82,7 +103,9 @@ def body_at(seed: int, index: int) -> tuple[str, bytes]:
     return path, raw[:MAX_BYTES]
 
 
-def problem(path: str, status: int, headers: Mapping[str, str], body: bytes, *, upstream_fails: bool = False) -> str | None:
+def problem(
+    path: str, status: int, headers: Mapping[str, str], body: bytes, *, upstream_fails: bool = False
+) -> str | None:
     """What is wrong with an answer to a fuzz body, or None; headers with lower-case names."""
     if headers.get("x-content-type-options") != "nosniff":
         return "no X-Content-Type-Options: nosniff"
@@ -90,7 +113,11 @@ def problem(path: str, status: int, headers: Mapping[str, str], body: bytes, *, 
         return "no Vary: Origin"
     if status == 200:
         kind = headers.get("content-type", "")
-        return None if kind.startswith(("text/event-stream", "application/json")) else f"200 with {kind!r}"
+        return (
+            None
+            if kind.startswith(("text/event-stream", "application/json"))
+            else f"200 with {kind!r}"
+        )
     if not headers.get("content-type", "").startswith("application/json"):
         return f"{status} error without a JSON content type"
     try:
@@ -120,7 +147,16 @@ def problem(path: str, status: int, headers: Mapping[str, str], body: bytes, *, 
 
 # --- valid requests ---------------------------------------------------------------------
 
-WORDS = ["hi", "Tell me a joke", "é🌍 ünïcode", "", "  ", "line\nbreak", 'quote " and \\', "{[json]}"]
+WORDS = [
+    "hi",
+    "Tell me a joke",
+    "é🌍 ünïcode",
+    "",
+    "  ",
+    "line\nbreak",
+    'quote " and \\',
+    "{[json]}",
+]
 
 
 def chat_base(rng: random.Random) -> dict[str, Node]:
@@ -146,7 +182,11 @@ def completion_base(rng: random.Random) -> dict[str, Node]:
             return [{"type": "text", "text": part} for part in (text, " more")]
         return text
 
-    messages: list[Node] = [{"role": rng.choice(("system", "developer")), "content": "be brief"}] if rng.random() < 0.3 else []
+    messages: list[Node] = (
+        [{"role": rng.choice(("system", "developer")), "content": "be brief"}]
+        if rng.random() < 0.3
+        else []
+    )
     message: dict[str, Node] = {"role": "user", "content": content()}
     if rng.random() < 0.2:
         message["name"] = "ann"
@@ -166,15 +206,46 @@ def completion_base(rng: random.Random) -> dict[str, Node]:
     if rng.random() < 0.1:
         tree["user"] = "user-1"
     if rng.random() < 0.1:  # unsupported, so refused: still structure worth mutating
-        tree["tools"] = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {}}}}]
+        tree["tools"] = [
+            {
+                "type": "function",
+                "function": {"name": "f", "parameters": {"type": "object", "properties": {}}},
+            }
+        ]
     return tree
 
 
 # --- structure-aware mutations ------------------------------------------------------------
 
 
-WRONG_TYPES: list[Node] = [None, True, False, 0, -1, 1.5, "", "x", [], {}, [1, "a"], {"a": 1}, [None], {"": ""}]
-ODD_NUMBERS: list[Node] = [-(2**63), 2**63, 2**64 + 1, -1.5, -0.0, 1e308, 4096, 4097, 5.000001, 1e-300]
+WRONG_TYPES: list[Node] = [
+    None,
+    True,
+    False,
+    0,
+    -1,
+    1.5,
+    "",
+    "x",
+    [],
+    {},
+    [1, "a"],
+    {"a": 1},
+    [None],
+    {"": ""},
+]
+ODD_NUMBERS: list[Node] = [
+    -(2**63),
+    2**63,
+    2**64 + 1,
+    -1.5,
+    -0.0,
+    1e308,
+    4096,
+    4097,
+    5.000001,
+    1e-300,
+]
 HI: Node = {"role": "user", "content": "hi"}
 ODD_MESSAGES: list[Node] = [HI, HI, HI, {"role": "user"}, {"content": "x"}, {}]
 
@@ -188,21 +259,43 @@ def hostile_value(rng: random.Random) -> Node:
         digits = rng.choice((20, 101, 310, 400, 4301, 5000))
         return Raw(rng.choice(("", "-")) + "1" + "0" * (digits - 1))
     if kind == 2:
-        return Raw(rng.choice(("NaN", "Infinity", "-Infinity", "1e309", "-1e309", "1e-400", "-0", "1E+2", "0." + "1" * 150)))
+        return Raw(
+            rng.choice(
+                (
+                    "NaN",
+                    "Infinity",
+                    "-Infinity",
+                    "1e309",
+                    "-1e309",
+                    "1e-400",
+                    "-0",
+                    "1E+2",
+                    "0." + "1" * 150,
+                )
+            )
+        )
     if kind == 3:
         return rng.choice(ODD_NUMBERS)
     if kind == 4:
         return deep(rng)
     if kind == 5:
-        return rng.choice("x é🌍\n\\\"[{") * rng.choice((100, 8001, 20_000, 70_000))
+        return rng.choice('x é🌍\n\\"[{') * rng.choice((100, 8001, 20_000, 70_000))
     if kind == 6:  # lone surrogates, as JSON escapes and as Python text
-        surrogates: list[Node] = [Raw('"\\ud800"'), Raw('"a\\udfffb"'), Raw('"\\ud83d"'), "\ud800", "x\udc00y"]
+        surrogates: list[Node] = [
+            Raw('"\\ud800"'),
+            Raw('"a\\udfffb"'),
+            Raw('"\\ud83d"'),
+            "\ud800",
+            "x\udc00y",
+        ]
         return rng.choice(surrogates)
     if kind == 7:
         nuls: list[Node] = [Raw('"\\u0000"'), "nul\x00here", Raw('"\x00"'), Raw('"\x1f"')]
         return rng.choice(nuls)
     if kind == 8:
-        return rng.choice(["user", "assistant", "system", "developer", "tool", "function", "USER", "user "])
+        return rng.choice(
+            ["user", "assistant", "system", "developer", "tool", "function", "USER", "user "]
+        )
     if kind == 9:
         return rng.choice([MODEL, MODEL.upper(), "@cf/evil/x", "gpt-4o", "", MODEL + "\x00"])
     if kind == 10:
@@ -220,8 +313,24 @@ def hostile_value(rng: random.Random) -> Node:
 
 def weird_key(rng: random.Random) -> str:
     return rng.choice(
-        ["messages", "model", "stream", "tools", "top_p", "", "\ud800", "k" * 5000, "__proto__", "constructor",
-         "role", "content", "name", "include_usage", "x\x00", "<script>alert(1)</script>"]
+        [
+            "messages",
+            "model",
+            "stream",
+            "tools",
+            "top_p",
+            "",
+            "\ud800",
+            "k" * 5000,
+            "__proto__",
+            "constructor",
+            "role",
+            "content",
+            "name",
+            "include_usage",
+            "x\x00",
+            "<script>alert(1)</script>",
+        ]
     )
 
 
@@ -270,7 +379,7 @@ def mutate(rng: random.Random, tree: Node) -> Node:
     return tree
 
 
-Place = tuple[Union[dict[str, Node], list[Node], None], Union[str, int, None]]
+Place = tuple[dict[str, Node] | list[Node] | None, str | int | None]
 
 
 def walk(tree: Node) -> Iterator[Place]:
@@ -373,8 +482,31 @@ def damage(rng: random.Random, raw: bytes) -> bytes:
     return b" \n" * rng.randrange(1000) + raw
 
 
-TOKENS = [b"[", b"]", b"{", b"}", b",", b":", b'"', b'"k"', b"\\", b"\\u", b"\\ud800", b"1", b"-", b"e", b".",
-          b"true", b"null", b"NaN", b" ", b"\n", b"\x00", b"\xff", b"\xc3\xa9"]
+TOKENS = [
+    b"[",
+    b"]",
+    b"{",
+    b"}",
+    b",",
+    b":",
+    b'"',
+    b'"k"',
+    b"\\",
+    b"\\u",
+    b"\\ud800",
+    b"1",
+    b"-",
+    b"e",
+    b".",
+    b"true",
+    b"null",
+    b"NaN",
+    b" ",
+    b"\n",
+    b"\x00",
+    b"\xff",
+    b"\xc3\xa9",
+]
 
 
 def soup(rng: random.Random) -> bytes:

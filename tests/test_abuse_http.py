@@ -16,7 +16,6 @@ from collections.abc import Iterator
 import httpx
 import openai
 import pytest
-
 from conftest import Runtime, start_runtime
 
 pytestmark = pytest.mark.runtime
@@ -46,7 +45,15 @@ def guarded() -> Iterator[Runtime]:
     rt.stop()
 
 
-def send(rt: Runtime, method: str, path: str, *, key: str | None = None, ip: str = "192.0.2.1", **headers: str) -> httpx.Response:
+def send(
+    rt: Runtime,
+    method: str,
+    path: str,
+    *,
+    key: str | None = None,
+    ip: str = "192.0.2.1",
+    **headers: str,
+) -> httpx.Response:
     sent = {"cf-connecting-ip": ip, **{k.replace("_", "-"): v for k, v in headers.items()}}
     if key is not None:
         sent["authorization"] = f"Bearer {key}"
@@ -74,24 +81,40 @@ def test_every_route_with_and_without_keys(guarded: Runtime) -> None:
         ("GET", "/api/v1/models", "unauthorized"),
         ("POST", "/api/v1/chat", "unauthorized"),
     ):
-        for refused in (send(rt, method, path), send(rt, method, path, key=WRONG), send(rt, method, path, sec_fetch_site="cross-site")):
+        for refused in (
+            send(rt, method, path),
+            send(rt, method, path, key=WRONG),
+            send(rt, method, path, sec_fetch_site="cross-site"),
+        ):
             assert error(refused) == (401, code), refused.text
             assert refused.headers["www-authenticate"] == "Bearer"
-    assert send(rt, "POST", "/v1/chat/completions").json()["error"]["type"] == "invalid_request_error"
+    assert (
+        send(rt, "POST", "/v1/chat/completions").json()["error"]["type"] == "invalid_request_error"
+    )
     assert len(rt.calls()) == calls, "a refused request reached the model"
     # The Worker's own page: same origin, no key.
     assert send(rt, "GET", "/api/v1/models", sec_fetch_site="same-origin").status_code == 200
-    page = send(rt, "POST", "/api/v1/chat", ip="192.0.2.11", origin=rt.url, sec_fetch_site="same-origin")
+    page = send(
+        rt, "POST", "/api/v1/chat", ip="192.0.2.11", origin=rt.url, sec_fetch_site="same-origin"
+    )
     assert page.status_code == 200 and page.headers["content-type"].startswith("text/event-stream")
-    assert error(send(rt, "POST", "/v1/chat/completions", origin=rt.url, sec_fetch_site="same-origin")) == (401, "invalid_api_key")
+    assert error(
+        send(rt, "POST", "/v1/chat/completions", origin=rt.url, sec_fetch_site="same-origin")
+    ) == (401, "invalid_api_key")
 
 
 def test_the_openai_sdk_with_and_without_a_key(guarded: Runtime) -> None:
-    with openai.OpenAI(base_url=guarded.url + "/v1", api_key=KEYS[0], max_retries=0, timeout=10) as client:
+    with openai.OpenAI(
+        base_url=guarded.url + "/v1", api_key=KEYS[0], max_retries=0, timeout=10
+    ) as client:
         assert [m.id for m in client.models.list()]
-    with openai.OpenAI(base_url=guarded.url + "/v1", api_key=WRONG, max_retries=0, timeout=10) as client:
-        with pytest.raises(openai.AuthenticationError) as caught:
-            client.models.list()
+    with (
+        openai.OpenAI(
+            base_url=guarded.url + "/v1", api_key=WRONG, max_retries=0, timeout=10
+        ) as client,
+        pytest.raises(openai.AuthenticationError) as caught,
+    ):
+        client.models.list()
     assert caught.value.code == "invalid_api_key" and WRONG not in str(caught.value)
 
 
@@ -106,15 +129,25 @@ def next_window() -> None:
     time.sleep(PERIOD - time.time() % PERIOD + 0.2)
 
 
-def test_the_limiter_trips_at_its_limit_and_recovers_per_key_and_per_address(guarded: Runtime) -> None:
+def test_the_limiter_trips_at_its_limit_and_recovers_per_key_and_per_address(
+    guarded: Runtime,
+) -> None:
     rt, key, other = guarded, KEYS[1], KEYS[2]
     start_of_a_window()
     calls = len(rt.calls())
-    by_key = [send(rt, "POST", "/v1/chat/completions", key=key, ip="198.51.100.1") for _ in range(KEY_LIMIT + 1)]
-    by_page = [send(rt, "POST", "/api/v1/chat", ip="198.51.100.1", sec_fetch_site="same-origin") for _ in range(LIMIT + 1)]
+    by_key = [
+        send(rt, "POST", "/v1/chat/completions", key=key, ip="198.51.100.1")
+        for _ in range(KEY_LIMIT + 1)
+    ]
+    by_page = [
+        send(rt, "POST", "/api/v1/chat", ip="198.51.100.1", sec_fetch_site="same-origin")
+        for _ in range(LIMIT + 1)
+    ]
     from_elsewhere_same_key = send(rt, "POST", "/v1/chat/completions", key=key, ip="198.51.100.2")
     other_key_same_address = send(rt, "POST", "/v1/chat/completions", key=other, ip="198.51.100.1")
-    page_elsewhere = send(rt, "POST", "/api/v1/chat", ip="198.51.100.2", sec_fetch_site="same-origin")
+    page_elsewhere = send(
+        rt, "POST", "/api/v1/chat", ip="198.51.100.2", sec_fetch_site="same-origin"
+    )
     models = send(rt, "GET", "/v1/models", key=key)
     assert time.time() % PERIOD < PERIOD - 0.1, "the burst crossed a window; the test cannot tell"
 
@@ -123,11 +156,21 @@ def test_the_limiter_trips_at_its_limit_and_recovers_per_key_and_per_address(gua
     assert [r.status_code for r in by_page] == [200] * LIMIT + [429]
     limited = by_key[-1]
     assert limited.json() == {
-        "error": {"message": "Too many requests; wait 60 seconds and try again.", "type": "rate_limit_error", "param": None, "code": "rate_limited"}
+        "error": {
+            "message": "Too many requests; wait 60 seconds and try again.",
+            "type": "rate_limit_error",
+            "param": None,
+            "code": "rate_limited",
+        }
     }
     assert limited.headers["retry-after"] == "60"
-    assert by_page[-1].json() == {"error": "rate_limited", "message": "Too many requests; wait 60 seconds and try again."}
-    assert error(from_elsewhere_same_key) == (429, "rate_limited"), "a key is one bucket wherever it comes from"
+    assert by_page[-1].json() == {
+        "error": "rate_limited",
+        "message": "Too many requests; wait 60 seconds and try again.",
+    }
+    assert error(from_elsewhere_same_key) == (429, "rate_limited"), (
+        "a key is one bucket wherever it comes from"
+    )
     assert other_key_same_address.status_code == 200, "another key is another bucket"
     assert page_elsewhere.status_code == 200, "another address is another bucket"
     assert models.status_code == 200, "listing models costs nothing and is not limited"
@@ -135,7 +178,12 @@ def test_the_limiter_trips_at_its_limit_and_recovers_per_key_and_per_address(gua
 
     next_window()
     assert send(rt, "POST", "/v1/chat/completions", key=key, ip="198.51.100.1").status_code == 200
-    assert send(rt, "POST", "/api/v1/chat", ip="198.51.100.1", sec_fetch_site="same-origin").status_code == 200
+    assert (
+        send(
+            rt, "POST", "/api/v1/chat", ip="198.51.100.1", sec_fetch_site="same-origin"
+        ).status_code
+        == 200
+    )
 
 
 def test_every_call_goes_through_the_ai_gateway(guarded: Runtime, runtime: Runtime) -> None:
@@ -143,7 +191,10 @@ def test_every_call_goes_through_the_ai_gateway(guarded: Runtime, runtime: Runti
     call = guarded.last_call()
     # Tagged with the key's id (never the key); wrangler.toml's fallback model: rejectIfBusy.
     key_id = hashlib.sha256(KEYS[3].encode()).hexdigest()[:16]
-    assert (call["path"], call["options"]) == ("/ai-gateway/run", {"gateway": {"id": GATEWAY, "metadata": {"api_key_id": key_id}}, "rejectIfBusy": True})
+    assert (call["path"], call["options"]) == (
+        "/ai-gateway/run",
+        {"gateway": {"id": GATEWAY, "metadata": {"api_key_id": key_id}}, "rejectIfBusy": True},
+    )
     open_chat = httpx.post(runtime.url + "/api/v1/chat", json=CHAT, timeout=10)
     assert open_chat.status_code == 200
     call = runtime.last_call()
@@ -154,7 +205,10 @@ def test_a_conversation_over_the_context_window_never_reaches_the_model(guarded:
     calls = len(guarded.calls())
     body = {"messages": [{"role": "user", "content": "x" * 7000}] * 5, "max_tokens": 100}
     response = httpx.post(
-        guarded.url + "/v1/chat/completions", json=body, headers={"authorization": f"Bearer {KEYS[4]}"}, timeout=10
+        guarded.url + "/v1/chat/completions",
+        json=body,
+        headers={"authorization": f"Bearer {KEYS[4]}"},
+        timeout=10,
     )
     assert response.status_code == 400
     assert response.json()["error"] == {
@@ -170,7 +224,12 @@ def test_a_conversation_over_the_context_window_never_reaches_the_model(guarded:
 def test_the_kill_switch_answers_before_keys_and_limits(guarded: Runtime) -> None:
     guarded.set_vars(AI_CHAT_DISABLED="1")
     try:
-        for method, path in (("GET", "/v1/models"), ("POST", "/v1/chat/completions"), ("GET", "/api/v1/models"), ("POST", "/api/v1/chat")):
+        for method, path in (
+            ("GET", "/v1/models"),
+            ("POST", "/v1/chat/completions"),
+            ("GET", "/api/v1/models"),
+            ("POST", "/api/v1/chat"),
+        ):
             for key in (None, WRONG, KEYS[0]):
                 assert error(send(guarded, method, path, key=key)) == (503, "ai_unavailable")
     finally:
@@ -181,6 +240,8 @@ def test_no_key_appears_in_any_log_line(guarded: Runtime) -> None:
     time.sleep(0.5)  # the reader thread drains the pipe
     log = "".join(guarded.log)
     # The Worker's own JSON line per request (miniflare's request lines are off).
-    assert '"route":"/v1/chat/completions","status":401' in log and '"status":429' in log, "the log was not captured"
+    assert '"route":"/v1/chat/completions","status":401' in log and '"status":429' in log, (
+        "the log was not captured"
+    )
     leaked = [k for k in (*KEYS, WRONG) if k in log]
     assert leaked == [], f"keys in the Worker's log: {len(leaked)}"

@@ -1,14 +1,15 @@
 import asyncio
 import json
 
-from affinity import conversation_key, key
-from app import handle
 from fakes import FakeLimiter, FakeModel, frames
-from routes import TABLE
 from test_app import request
 
+from affinity import conversation_key, key
+from app import handle
+from routes import TABLE
+
 FIRST = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}]
-SECOND = FIRST + [{"role": "assistant", "content": "Hello!"}, {"role": "user", "content": "More?"}]
+SECOND = [*FIRST, {"role": "assistant", "content": "Hello!"}, {"role": "user", "content": "More?"}]
 
 
 def test_every_turn_of_a_conversation_has_the_same_key() -> None:
@@ -17,7 +18,9 @@ def test_every_turn_of_a_conversation_has_the_same_key() -> None:
 
 
 def test_another_first_message_or_system_prompt_is_another_key() -> None:
-    assert conversation_key([{"role": "user", "content": "Hi!"}]) != conversation_key([{"role": "user", "content": "Hi"}])
+    assert conversation_key([{"role": "user", "content": "Hi!"}]) != conversation_key(
+        [{"role": "user", "content": "Hi"}]
+    )
     assert conversation_key(FIRST) != conversation_key(FIRST[1:])
 
 
@@ -46,7 +49,9 @@ def test_both_apis_send_the_key_as_a_run_option() -> None:
         fake = FakeModel(frames("ok"))
         body = json.dumps({"messages": SECOND, **extra}).encode()
         req = request("POST", path, body, content_type="application/json", **headers)
-        assert asyncio.run(handle(req, nothing.get, fake, TABLE, limiter=FakeLimiter())).status == 200
+        assert (
+            asyncio.run(handle(req, nothing.get, fake, TABLE, limiter=FakeLimiter())).status == 200
+        )
         options = fake.options[0]
         assert options is not None
         seen.append(options.binding_options()["extraHeaders"]["x-session-affinity"])

@@ -4,10 +4,10 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from fakes import FakeLimiter, FakeModel, frames
 
 from app import UpstreamFailure, handle
 from routes import TABLE
-from fakes import FakeLimiter, FakeModel, frames
 from web import API_HEADERS, Relayed, WebRequest, WebResponse
 
 URL = "https://chat.example.dev"
@@ -35,7 +35,13 @@ def call(
     limiter: FakeLimiter | None = None,
 ) -> WebResponse:
     return asyncio.run(
-        handle(req, (env or {}).get, model or FakeModel(frames("hi")), TABLE, limiter=limiter or FakeLimiter())
+        handle(
+            req,
+            (env or {}).get,
+            model or FakeModel(frames("hi")),
+            TABLE,
+            limiter=limiter or FakeLimiter(),
+        )
     )
 
 
@@ -68,7 +74,9 @@ def test_kill_switch_answers_before_the_body_is_parsed() -> None:
 
 def test_upstream_failure_before_streaming_is_502_without_detail() -> None:
     model = FakeModel(UpstreamFailure("InferenceUpstreamError: secret internal detail"))
-    response = call(request("POST", "/api/v1/chat", CHAT, content_type="application/json"), model=model)
+    response = call(
+        request("POST", "/api/v1/chat", CHAT, content_type="application/json"), model=model
+    )
     assert error_of(response) == (502, "upstream_error")
     assert isinstance(response.body, bytes) and b"secret" not in response.body
 
@@ -94,7 +102,11 @@ def test_models_lists_allow_list_and_default() -> None:
 def test_chat_streams_with_sse_headers_and_passes_only_known_fields() -> None:
     model = FakeModel(frames("hi"))
     body = json.dumps({"messages": [{"role": "user", "content": "x"}], "temperature": 0.5}).encode()
-    response = call(request("POST", "/api/v1/chat", body, content_type="application/json"), {"AI_MAX_TOKENS_DEFAULT": "77"}, model)
+    response = call(
+        request("POST", "/api/v1/chat", body, content_type="application/json"),
+        {"AI_MAX_TOKENS_DEFAULT": "77"},
+        model,
+    )
     assert response.status == 200
     assert dict(response.headers) == {
         "content-type": "text/event-stream; charset=utf-8",
@@ -104,7 +116,15 @@ def test_chat_streams_with_sse_headers_and_passes_only_known_fields() -> None:
         "vary": "Origin",
     }
     assert model.calls == [
-        ("@cf/google/gemma-4-26b-a4b-it", {"messages": [{"role": "user", "content": "x"}], "stream": True, "max_tokens": 77, "temperature": 0.5})
+        (
+            "@cf/google/gemma-4-26b-a4b-it",
+            {
+                "messages": [{"role": "user", "content": "x"}],
+                "stream": True,
+                "max_tokens": 77,
+                "temperature": 0.5,
+            },
+        )
     ]
     assert isinstance(response.body, Relayed)
 
@@ -114,11 +134,17 @@ def test_chat_streams_with_sse_headers_and_passes_only_known_fields() -> None:
     [
         ("", URL, ()),
         ("", None, ()),
-        ("https://app.example", "https://app.example", (("access-control-allow-origin", "https://app.example"),)),
+        (
+            "https://app.example",
+            "https://app.example",
+            (("access-control-allow-origin", "https://app.example"),),
+        ),
         ("*", "https://any.example", (("access-control-allow-origin", "*"),)),
     ],
 )
-def test_cors_allowed(allowed: str, origin: str | None, expected: tuple[tuple[str, str], ...]) -> None:
+def test_cors_allowed(
+    allowed: str, origin: str | None, expected: tuple[tuple[str, str], ...]
+) -> None:
     headers: dict[str, Any] = {"origin": origin} if origin else {}
     response = call(request("GET", "/api/v1/models", **headers), {"CORS_ALLOWED_ORIGINS": allowed})
     assert response.status == 200
@@ -127,8 +153,13 @@ def test_cors_allowed(allowed: str, origin: str | None, expected: tuple[tuple[st
 
 def test_cors_refused_origin_is_403_and_model_not_called() -> None:
     model = FakeModel(frames("hi"))
-    req = request("POST", "/api/v1/chat", CHAT, content_type="application/json", origin="https://evil.example")
-    assert error_of(call(req, {"CORS_ALLOWED_ORIGINS": "https://app.example"}, model)) == (403, "origin_not_allowed")
+    req = request(
+        "POST", "/api/v1/chat", CHAT, content_type="application/json", origin="https://evil.example"
+    )
+    assert error_of(call(req, {"CORS_ALLOWED_ORIGINS": "https://app.example"}, model)) == (
+        403,
+        "origin_not_allowed",
+    )
     assert model.calls == []
 
 
@@ -149,11 +180,24 @@ def test_preflight() -> None:
 
 
 def test_options_without_cors_is_204_with_allow_only() -> None:
-    for path, allow in [("/api/v1/chat", "POST, OPTIONS"), ("/api/v1/models", "GET, HEAD, OPTIONS"), ("/v1/models/m1", "GET, HEAD, OPTIONS")]:
-        for headers in ({}, {"origin": URL, "access_control_request_method": "GET"}, {"origin": "https://app.example"}):
-            response = call(request("OPTIONS", path, b"", **headers), {"CORS_ALLOWED_ORIGINS": "https://app.example"})
+    for path, allow in [
+        ("/api/v1/chat", "POST, OPTIONS"),
+        ("/api/v1/models", "GET, HEAD, OPTIONS"),
+        ("/v1/models/m1", "GET, HEAD, OPTIONS"),
+    ]:
+        for headers in (
+            {},
+            {"origin": URL, "access_control_request_method": "GET"},
+            {"origin": "https://app.example"},
+        ):
+            response = call(
+                request("OPTIONS", path, b"", **headers),
+                {"CORS_ALLOWED_ORIGINS": "https://app.example"},
+            )
             assert (response.status, response.body) == (204, b""), (path, headers)
-            assert [name for name, _ in response.headers if name.startswith("access-control-")] == [], (path, headers)
+            assert [
+                name for name, _ in response.headers if name.startswith("access-control-")
+            ] == [], (path, headers)
             assert ("allow", allow) in response.headers
 
 
@@ -190,9 +234,27 @@ OPENAI_CHAT = json.dumps({"messages": [{"role": "user", "content": "hi"}], "mode
 @pytest.mark.parametrize(
     ("thrown", "status", "code", "openai_type", "retry"),
     [
-        ("InferenceUpstreamError: 3040: Capacity temporarily exceeded, please try again.", 429, "upstream_busy", "rate_limit_error", True),
-        ("InferenceUpstreamError: 3036: daily free allocation used up", 429, "upstream_quota_exceeded", "rate_limit_error", True),
-        ("InferenceUpstreamError: 4006: daily free allocation used up", 429, "upstream_quota_exceeded", "rate_limit_error", True),
+        (
+            "InferenceUpstreamError: 3040: Capacity temporarily exceeded, please try again.",
+            429,
+            "upstream_busy",
+            "rate_limit_error",
+            True,
+        ),
+        (
+            "InferenceUpstreamError: 3036: daily free allocation used up",
+            429,
+            "upstream_quota_exceeded",
+            "rate_limit_error",
+            True,
+        ),
+        (
+            "InferenceUpstreamError: 4006: daily free allocation used up",
+            429,
+            "upstream_quota_exceeded",
+            "rate_limit_error",
+            True,
+        ),
         (
             "InferenceUpstreamError: 5021: The estimated number of input and maximum output tokens (8810) exceeded this model context window limit (8192).",
             400,
@@ -200,17 +262,51 @@ OPENAI_CHAT = json.dumps({"messages": [{"role": "user", "content": "hi"}], "mode
             "invalid_request_error",
             False,
         ),
-        ("InferenceUpstreamError: 5006: bad input", 400, "upstream_rejected_input", "invalid_request_error", False),
-        ("InferenceUpstreamError: 5007: No such model", 502, "model_unavailable", "server_error", False),
-        ("AiError: 5028: This model was deprecated on 2026-05-30. Please use an alternative model.", 502, "model_unavailable", "server_error", False),
-        ("InferenceUpstreamError: 1234: something else", 502, "upstream_error", "server_error", False),
+        (
+            "InferenceUpstreamError: 5006: bad input",
+            400,
+            "upstream_rejected_input",
+            "invalid_request_error",
+            False,
+        ),
+        (
+            "InferenceUpstreamError: 5007: No such model",
+            502,
+            "model_unavailable",
+            "server_error",
+            False,
+        ),
+        (
+            "AiError: 5028: This model was deprecated on 2026-05-30. Please use an alternative model.",
+            502,
+            "model_unavailable",
+            "server_error",
+            False,
+        ),
+        (
+            "InferenceUpstreamError: 1234: something else",
+            502,
+            "upstream_error",
+            "server_error",
+            False,
+        ),
     ],
 )
-def test_upstream_failures_map_by_code_in_both_apis(thrown: str, status: int, code: str, openai_type: str, retry: bool) -> None:
+def test_upstream_failures_map_by_code_in_both_apis(
+    thrown: str, status: int, code: str, openai_type: str, retry: bool
+) -> None:
     env = {"AI_MODELS": "m1"}
-    app = call(request("POST", "/api/v1/chat", CHAT, content_type="application/json"), env, FakeModel(UpstreamFailure(thrown)))
+    app = call(
+        request("POST", "/api/v1/chat", CHAT, content_type="application/json"),
+        env,
+        FakeModel(UpstreamFailure(thrown)),
+    )
     assert error_of(app) == (status, code)
-    v1 = call(request("POST", "/v1/chat/completions", OPENAI_CHAT, content_type="application/json"), env, FakeModel(UpstreamFailure(thrown)))
+    v1 = call(
+        request("POST", "/v1/chat/completions", OPENAI_CHAT, content_type="application/json"),
+        env,
+        FakeModel(UpstreamFailure(thrown)),
+    )
     assert isinstance(v1.body, bytes)
     error = json.loads(v1.body)["error"]
     assert (v1.status, error["code"], error["type"]) == (status, code, openai_type)
@@ -219,7 +315,15 @@ def test_upstream_failures_map_by_code_in_both_apis(thrown: str, status: int, co
         assert isinstance(response.body, bytes) and thrown.encode() not in response.body
 
 
-PATHS = ["/api/v1/chat", "/api/v1/models", "/v1/chat/completions", "/v1/models", "/api/v1/nope", "/v1/nope", "/"]
+PATHS = [
+    "/api/v1/chat",
+    "/api/v1/models",
+    "/v1/chat/completions",
+    "/v1/models",
+    "/api/v1/nope",
+    "/v1/nope",
+    "/",
+]
 METHODS = ["GET", "HEAD", "POST", "OPTIONS", "PUT", "DELETE", "PATCH"]
 ORIGINS: list[dict[str, str]] = [
     {},
@@ -242,17 +346,33 @@ def test_every_answer_has_nosniff_and_vary_origin() -> None:
         for method in METHODS:
             for origin in ORIGINS:
                 for env in ENVS:
-                    req = request(method, path, CHAT, content_type="application/json", access_control_request_headers="content-type", **origin)
+                    req = request(
+                        method,
+                        path,
+                        CHAT,
+                        content_type="application/json",
+                        access_control_request_headers="content-type",
+                        **origin,
+                    )
                     response = call(req, env)
                     seen.add(response.status)
                     names = [name for name, _ in response.headers]
-                    where = f"{method} {path} {origin} {env} -> {response.status} {response.headers}"
-                    assert names.count("x-content-type-options") == 1 and ("x-content-type-options", "nosniff") in response.headers, where
-                    assert ("vary", "Origin") in response.headers and names.count("vary") <= 2, where
+                    where = (
+                        f"{method} {path} {origin} {env} -> {response.status} {response.headers}"
+                    )
+                    assert (
+                        names.count("x-content-type-options") == 1
+                        and ("x-content-type-options", "nosniff") in response.headers
+                    ), where
+                    assert ("vary", "Origin") in response.headers and names.count("vary") <= 2, (
+                        where
+                    )
     assert seen == {200, 204, 403, 404, 405, 500, 503}
 
 
-def test_a_bug_in_a_handler_is_a_500_in_the_route_shape_not_an_exception(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_bug_in_a_handler_is_a_500_in_the_route_shape_not_an_exception(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     def broken(*args: object) -> None:
         raise KeyError("bug")
 
@@ -261,17 +381,24 @@ def test_a_bug_in_a_handler_is_a_500_in_the_route_shape_not_an_exception(monkeyp
     response = call(request("POST", "/v1/chat/completions", CHAT, content_type="application/json"))
     assert response.status == 500 and isinstance(response.body, bytes)
     assert json.loads(response.body)["error"]["code"] == "internal_error"
-    assert error_of(call(request("POST", "/api/v1/chat", CHAT, content_type="application/json"))) == (500, "internal_error")
+    assert error_of(
+        call(request("POST", "/api/v1/chat", CHAT, content_type="application/json"))
+    ) == (500, "internal_error")
 
 
 @pytest.mark.parametrize("declared", ["²", "١٢", "9" * 5000, "-1", "1e3", ""])
 def test_odd_content_length_is_only_a_hint(declared: str) -> None:
-    req = request("POST", "/api/v1/chat", CHAT, content_type="application/json", content_length=declared)
+    req = request(
+        "POST", "/api/v1/chat", CHAT, content_type="application/json", content_length=declared
+    )
     assert call(req).status == 200
 
 
 def test_lone_surrogates_echoed_in_errors_are_escaped_and_clipped() -> None:
-    for path, key in [("/api/v1/chat", "unknown_field"), ("/v1/chat/completions", "unsupported_parameter")]:
+    for path, _key in [
+        ("/api/v1/chat", "unknown_field"),
+        ("/v1/chat/completions", "unsupported_parameter"),
+    ]:
         body = b'{"messages": [{"role": "user", "content": "x"}], "\\ud800' + b"k" * 5000 + b'": 1}'
         response = call(request("POST", path, body, content_type="application/json"))
         assert response.status == 400 and isinstance(response.body, bytes)
@@ -283,7 +410,9 @@ def test_lone_surrogates_echoed_in_errors_are_escaped_and_clipped() -> None:
 
 def test_a_non_streamed_answer_holding_a_lone_surrogate_is_still_200() -> None:
     model = FakeModel(frames("a\ud800", "é"))
-    response = call(request("POST", "/v1/chat/completions", CHAT, content_type="application/json"), model=model)
+    response = call(
+        request("POST", "/v1/chat/completions", CHAT, content_type="application/json"), model=model
+    )
     assert response.status == 200 and isinstance(response.body, bytes)
     assert b'"content": "a\\ud800\\u00e9"' in response.body
     assert json.loads(response.body)["choices"][0]["message"]["content"] == "a\ud800é"
@@ -293,7 +422,12 @@ def test_a_non_streamed_answer_holding_a_lone_surrogate_is_still_200() -> None:
 # the method check, and before any body is read.
 
 KEYED = {"API_KEYS": "sk-alpha,sk-beta", "AI_MODELS": "m1"}
-ROUTES = [("POST", "/api/v1/chat", CHAT), ("GET", "/api/v1/models", b""), ("POST", "/v1/chat/completions", OPENAI_CHAT), ("GET", "/v1/models", b"")]
+ROUTES = [
+    ("POST", "/api/v1/chat", CHAT),
+    ("GET", "/api/v1/models", b""),
+    ("POST", "/v1/chat/completions", OPENAI_CHAT),
+    ("GET", "/v1/models", b""),
+]
 
 
 def error_body(response: WebResponse) -> Any:
@@ -303,20 +437,29 @@ def error_body(response: WebResponse) -> Any:
 
 @pytest.mark.parametrize(("method", "path", "body"), ROUTES)
 def test_every_route_without_keys_configured_is_open(method: str, path: str, body: bytes) -> None:
-    response = call(request(method, path, body, content_type="application/json"), {"AI_MODELS": "m1"})
+    response = call(
+        request(method, path, body, content_type="application/json"), {"AI_MODELS": "m1"}
+    )
     assert response.status == 200, error_body(response)
 
 
 @pytest.mark.parametrize(("method", "path", "body"), ROUTES)
 def test_every_route_with_a_valid_key(method: str, path: str, body: bytes) -> None:
-    response = call(request(method, path, body, content_type="application/json", authorization="Bearer sk-beta"), KEYED)
+    response = call(
+        request(
+            method, path, body, content_type="application/json", authorization="Bearer sk-beta"
+        ),
+        KEYED,
+    )
     assert response.status == 200, error_body(response)
 
 
 def test_every_route_without_a_key_when_keys_are_set() -> None:
     model = FakeModel(frames("hi"))
-    for method, path, body in ROUTES:
-        response = call(request(method, path, b"{not json", content_type="application/json"), KEYED, model)
+    for method, path, _body in ROUTES:
+        response = call(
+            request(method, path, b"{not json", content_type="application/json"), KEYED, model
+        )
         assert response.status == 401 and dict(response.headers)["www-authenticate"] == "Bearer"
         if path.startswith("/v1/"):
             assert error_body(response) == {
@@ -328,7 +471,10 @@ def test_every_route_without_a_key_when_keys_are_set() -> None:
                 }
             }
         else:
-            assert error_body(response) == {"error": "unauthorized", "message": "An API key is required: send Authorization: Bearer <key>."}
+            assert error_body(response) == {
+                "error": "unauthorized",
+                "message": "An API key is required: send Authorization: Bearer <key>.",
+            }
     assert model.calls == []
 
 
@@ -348,14 +494,34 @@ def test_kill_switch_answers_before_keys_and_limits() -> None:
 
 def test_rate_limited_before_the_body_is_read_in_both_shapes() -> None:
     model, limiter = FakeModel(frames("hi")), FakeLimiter(limit=1)
-    app = [call(request("POST", "/api/v1/chat", CHAT, content_type="application/json"), model=model, limiter=limiter) for _ in range(2)]
+    app = [
+        call(
+            request("POST", "/api/v1/chat", CHAT, content_type="application/json"),
+            model=model,
+            limiter=limiter,
+        )
+        for _ in range(2)
+    ]
     assert app[0].status == 200 and app[1].status == 429
-    assert error_body(app[1]) == {"error": "rate_limited", "message": "Too many requests; wait 60 seconds and try again."}
+    assert error_body(app[1]) == {
+        "error": "rate_limited",
+        "message": "Too many requests; wait 60 seconds and try again.",
+    }
     assert dict(app[1].headers)["retry-after"] == "60"
-    v1 = call(request("POST", "/v1/chat/completions", b"{not json", content_type="application/json"), {"AI_MODELS": "m1"}, model, limiter)
+    v1 = call(
+        request("POST", "/v1/chat/completions", b"{not json", content_type="application/json"),
+        {"AI_MODELS": "m1"},
+        model,
+        limiter,
+    )
     assert v1.status == 429 and dict(v1.headers)["retry-after"] == "60"
     assert error_body(v1) == {
-        "error": {"message": "Too many requests; wait 60 seconds and try again.", "type": "rate_limit_error", "param": None, "code": "rate_limited"}
+        "error": {
+            "message": "Too many requests; wait 60 seconds and try again.",
+            "type": "rate_limit_error",
+            "param": None,
+            "code": "rate_limited",
+        }
     }
     assert len(model.calls) == 1
 
@@ -369,21 +535,38 @@ def test_models_routes_are_not_rate_limited() -> None:
 
 def test_no_rate_limit_binding_is_500_on_metered_routes_only() -> None:
     for method, path, body in ROUTES:
-        response = asyncio.run(handle(request(method, path, body, content_type="application/json"), {"AI_MODELS": "m1"}.get, FakeModel(frames("hi")), TABLE, limiter=None))
+        response = asyncio.run(
+            handle(
+                request(method, path, body, content_type="application/json"),
+                {"AI_MODELS": "m1"}.get,
+                FakeModel(frames("hi")),
+                TABLE,
+                limiter=None,
+            )
+        )
         if method == "GET":
             assert response.status == 200, path
             continue
         error = error_body(response)["error"]
-        assert (response.status, error if isinstance(error, str) else error["code"]) == (500, "server_misconfigured")
+        assert (response.status, error if isinstance(error, str) else error["code"]) == (
+            500,
+            "server_misconfigured",
+        )
 
 
 def test_a_conversation_over_the_context_window_fails_before_the_model_is_called() -> None:
     model = FakeModel(frames("hi"))
-    long = json.dumps({"messages": [{"role": "user", "content": "x" * 7000}] * 5, "max_tokens": 100}).encode()
+    long = json.dumps(
+        {"messages": [{"role": "user", "content": "x" * 7000}] * 5, "max_tokens": 100}
+    ).encode()
     env = {"MAX_MESSAGE_CHARS": "10000", "AI_MODELS": "@cf/meta/llama-3.1-8b-instruct"}
-    response = call(request("POST", "/api/v1/chat", long, content_type="application/json"), env, model)
+    response = call(
+        request("POST", "/api/v1/chat", long, content_type="application/json"), env, model
+    )
     assert error_of(response) == (400, "context_length_exceeded")
     assert "context window of 7968 tokens" in error_body(response)["message"]
-    v1 = call(request("POST", "/v1/chat/completions", long, content_type="application/json"), env, model)
+    v1 = call(
+        request("POST", "/v1/chat/completions", long, content_type="application/json"), env, model
+    )
     assert (v1.status, error_body(v1)["error"]["param"]) == (400, "messages")
     assert model.calls == []

@@ -6,10 +6,8 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from playwright.sync_api import Browser, Page, expect
-
 from conftest import ARTIFACTS, BROWSER_MARKS, Runtime, assert_stopped
-
+from playwright.sync_api import Browser, Page, expect
 
 pytestmark = BROWSER_MARKS
 
@@ -89,7 +87,9 @@ def test_multi_turn_enter_and_shift_enter_and_screenshot(page: Page) -> None:
     assert page.locator(".msg").count() == 0
     page.press("#prompt", "Enter")
     expect(page.locator(".msg.assistant").last).to_have_attribute("data-outcome", "complete")
-    assert page.locator(".msg.user .text").first.inner_text() == "first line\n[[pace:0]] second line"
+    assert (
+        page.locator(".msg.user .text").first.inner_text() == "first line\n[[pace:0]] second line"
+    )
     send(page, "[[pace:0]] and again")
     expect(page.locator(".msg.assistant").nth(1)).to_have_attribute("data-outcome", "complete")
     assert "in turn 3." in page.locator(".msg.assistant .text").nth(1).inner_text()
@@ -101,7 +101,9 @@ def test_auto_scroll_follows_the_answer_but_not_a_reader_who_scrolled_up(page: P
     page.set_viewport_size({"width": 800, "height": 400})
     send(page, "[[pace:8]] [[tokens:600]] long")
     log = page.locator("#log")
-    page.wait_for_function("document.getElementById('log').scrollHeight > 3 * document.getElementById('log').clientHeight")
+    page.wait_for_function(
+        "document.getElementById('log').scrollHeight > 3 * document.getElementById('log').clientHeight"
+    )
     gap = "(() => { const l = document.getElementById('log'); return l.scrollHeight - l.scrollTop - l.clientHeight; })()"
     assert page.evaluate(gap) < 48  # following the answer
     log.evaluate("l => { l.scrollTop = 0; }")
@@ -109,12 +111,16 @@ def test_auto_scroll_follows_the_answer_but_not_a_reader_who_scrolled_up(page: P
     page.wait_for_function(f"document.getElementById('log').scrollHeight > {before} + 200")
     assert log.evaluate("l => l.scrollTop") == 0  # the reader stays where they scrolled
     log.evaluate("l => { l.scrollTop = l.scrollHeight; }")
-    expect(page.locator(".msg.assistant").last).to_have_attribute("data-outcome", "complete", timeout=15000)
+    expect(page.locator(".msg.assistant").last).to_have_attribute(
+        "data-outcome", "complete", timeout=15000
+    )
     assert page.evaluate(gap) < 48  # back at the bottom, following again
 
 
 def test_phone_width_has_no_horizontal_scroll(browser: Browser, runtime: Runtime) -> None:
-    context = browser.new_context(viewport={"width": 360, "height": 740}, is_mobile=True, has_touch=True)
+    context = browser.new_context(
+        viewport={"width": 360, "height": 740}, is_mobile=True, has_touch=True
+    )
     page = context.new_page()
     page.goto(runtime.url + "/")
     send(page, "[[pace:0]] " + "averyveryverylongwordwithoutanyspaces" * 4)

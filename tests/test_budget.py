@@ -7,7 +7,12 @@ LLAMA = "@cf/meta/llama-3.1-8b-instruct"
 
 
 def inputs(*contents: str, max_tokens: int = 100, **extra: object) -> dict[str, object]:
-    return {"messages": [{"role": "user", "content": c} for c in contents], "stream": True, "max_tokens": max_tokens, **extra}
+    return {
+        "messages": [{"role": "user", "content": c} for c in contents],
+        "stream": True,
+        "max_tokens": max_tokens,
+        **extra,
+    }
 
 
 def test_estimate_is_chars_over_4_plus_overhead_plus_max_tokens() -> None:

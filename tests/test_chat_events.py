@@ -5,7 +5,10 @@ from upstream import TEXT, THINKING
 
 def test_text_batches_keep_counting_the_index() -> None:
     encoder = ChatEncoder()
-    assert encoder.parts([(TEXT, "a")]) == b'event: content_block_delta\ndata: {"index":0,"text":"a"}\n\n'
+    assert (
+        encoder.parts([(TEXT, "a")])
+        == b'event: content_block_delta\ndata: {"index":0,"text":"a"}\n\n'
+    )
     assert encoder.parts([(TEXT, "b"), (TEXT, "c\n")]) == (
         b'event: content_block_delta\ndata: {"index":1,"text":"b"}\n\n'
         b'event: content_block_delta\ndata: {"index":2,"text":"c\\n"}\n\n'
@@ -45,13 +48,19 @@ def test_lone_surrogates_survive_as_json_escapes() -> None:
 
 def test_thinking_has_its_own_index_and_keeps_stream_order() -> None:
     encoder = ChatEncoder()
-    assert encoder.parts([(THINKING, "hm")]) == b'event: thinking_delta\ndata: {"index":0,"text":"hm"}\n\n'
+    assert (
+        encoder.parts([(THINKING, "hm")])
+        == b'event: thinking_delta\ndata: {"index":0,"text":"hm"}\n\n'
+    )
     assert encoder.parts([(THINKING, " so"), (TEXT, "A"), (TEXT, "B")]) == (
         b'event: thinking_delta\ndata: {"index":1,"text":" so"}\n\n'
         b'event: content_block_delta\ndata: {"index":0,"text":"A"}\n\n'
         b'event: content_block_delta\ndata: {"index":1,"text":"B"}\n\n'
     )
-    assert encoder.parts([(TEXT, "C")]) == b'event: content_block_delta\ndata: {"index":2,"text":"C"}\n\n'
+    assert (
+        encoder.parts([(TEXT, "C")])
+        == b'event: content_block_delta\ndata: {"index":2,"text":"C"}\n\n'
+    )
 
 
 def test_out_of_budget_while_thinking_is_flagged() -> None:

@@ -3,8 +3,8 @@ import json
 from collections.abc import AsyncIterator
 
 import pytest
-
 from cases import CASES
+
 from chat_request import ChatRequest, check_content_type, parse_chat, parse_json, read_body
 from errors import ApiError
 from settings import load
@@ -26,8 +26,12 @@ def parse(ctype: str | None, raw: bytes, declared: str | None = None) -> ChatReq
     return asyncio.run(go())
 
 
-@pytest.mark.parametrize(("name", "ctype", "raw", "status", "code", "needle"), CASES, ids=[c[0] for c in CASES])
-def test_each_bad_input(name: str, ctype: str | None, raw: bytes, status: int, code: str, needle: str) -> None:
+@pytest.mark.parametrize(
+    ("name", "ctype", "raw", "status", "code", "needle"), CASES, ids=[c[0] for c in CASES]
+)
+def test_each_bad_input(
+    name: str, ctype: str | None, raw: bytes, status: int, code: str, needle: str
+) -> None:
     with pytest.raises(ApiError) as info:
         parse(ctype, raw)
     assert (info.value.status, info.value.code) == (status, code)
@@ -51,7 +55,10 @@ def test_small_declared_length_is_not_trusted() -> None:
 
 
 def test_valid_request_defaults_and_inputs() -> None:
-    request = parse("Application/JSON; charset=utf-8", b'{"messages":[{"role":"system","content":"be brief"},{"role":"user","content":"hi"}]}')
+    request = parse(
+        "Application/JSON; charset=utf-8",
+        b'{"messages":[{"role":"system","content":"be brief"},{"role":"user","content":"hi"}]}',
+    )
     assert request == ChatRequest(
         model="@cf/a/one",
         messages=({"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"}),
@@ -81,13 +88,20 @@ def test_valid_request_with_every_field() -> None:
 
 
 def test_empty_assistant_turn_is_allowed() -> None:
-    request = parse("application/json", b'{"messages":[{"role":"user","content":"a"},{"role":"assistant","content":""},{"role":"user","content":"b"}]}')
+    request = parse(
+        "application/json",
+        b'{"messages":[{"role":"user","content":"a"},{"role":"assistant","content":""},{"role":"user","content":"b"}]}',
+    )
     assert len(request.messages) == 3
 
 
-@pytest.mark.parametrize(("value", "sent"), [("low", "low"), ("medium", "medium"), ("high", "high"), (None, None)])
+@pytest.mark.parametrize(
+    ("value", "sent"), [("low", "low"), ("medium", "medium"), ("high", "high"), (None, None)]
+)
 def test_reasoning_effort_goes_inside_the_inputs(value: str | None, sent: str | None) -> None:
-    raw = json.dumps({"messages": [{"role": "user", "content": "hi"}], "reasoning_effort": value}).encode()
+    raw = json.dumps(
+        {"messages": [{"role": "user", "content": "hi"}], "reasoning_effort": value}
+    ).encode()
     assert parse("application/json", raw).ai_inputs().get("reasoning_effort") == sent
 
 
@@ -95,7 +109,9 @@ def test_lone_surrogates_in_content_reach_the_model_as_replacement_characters() 
     raw = b'{"messages":[{"role":"user","content":"a\\ud83d b \\ude00 c \\ud83d\\ude00"}]}'
     from chat_request import well_formed_json
 
-    sent = well_formed_json(parse("application/json", raw).ai_inputs())  # as app.open_upstream sends it
+    sent = well_formed_json(
+        parse("application/json", raw).ai_inputs()
+    )  # as app.open_upstream sends it
     assert sent["messages"][0]["content"] == "a\ufffd b \ufffd c \U0001f600"
     json.dumps(sent, ensure_ascii=False).encode()  # what goes upstream is UTF-8
 
@@ -104,5 +120,7 @@ def test_what_goes_upstream_is_json_as_the_model_reads_it() -> None:
     from chat_request import well_formed_json
 
     value = {"a\ud800": [2**63, -(2**60), 2**53 - 1, True, 1.5, None, {"x": "\udfff"}]}
-    assert well_formed_json(value) == {"a\ufffd": [float(2**63), float(-(2**60)), 2**53 - 1, True, 1.5, None, {"x": "\ufffd"}]}
+    assert well_formed_json(value) == {
+        "a\ufffd": [float(2**63), float(-(2**60)), 2**53 - 1, True, 1.5, None, {"x": "\ufffd"}]
+    }
     assert isinstance(well_formed_json(2**53 - 1), int) and isinstance(well_formed_json(True), bool)

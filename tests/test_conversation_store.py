@@ -49,7 +49,10 @@ def test_events_replay_after_an_id_in_order_and_only_from_their_turn() -> None:
 def test_history_keeps_content_parts_and_reasoning() -> None:
     store = Store(Lite())
     store.create(1.0)
-    parts = [{"type": "text", "text": "look"}, {"type": "image_url", "image_url": {"url": "data:image/png;base64,AA=="}}]
+    parts = [
+        {"type": "text", "text": "look"},
+        {"type": "image_url", "image_url": {"url": "data:image/png;base64,AA=="}},
+    ]
     store.add_message("user", parts)
     store.add_message("assistant", "A cat.", "It has whiskers.")
     store.add_message("assistant", "", None)
@@ -61,7 +64,19 @@ def test_history_keeps_content_parts_and_reasoning() -> None:
     assert store.count() == 3
 
 
-@pytest.mark.parametrize(("value", "parsed"), [("3:14", (3, 14)), (" 1:0 ", (1, 0)), (None, None), ("", None), ("3", None),
-                                               ("a:1", None), ("1:-2", None), ("1:²", None), ("9" * 13 + ":1", None)])
+@pytest.mark.parametrize(
+    ("value", "parsed"),
+    [
+        ("3:14", (3, 14)),
+        (" 1:0 ", (1, 0)),
+        (None, None),
+        ("", None),
+        ("3", None),
+        ("a:1", None),
+        ("1:-2", None),
+        ("1:²", None),
+        ("9" * 13 + ":1", None),
+    ],
+)
 def test_event_ids(value: str | None, parsed: tuple[int, int] | None) -> None:
     assert parse_event_id(value) == parsed

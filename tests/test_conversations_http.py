@@ -12,7 +12,6 @@ from typing import Any
 
 import httpx
 import pytest
-
 from conftest import Runtime, assert_stopped, expected_tokens, start_runtime
 
 pytestmark = pytest.mark.runtime
@@ -49,7 +48,9 @@ def events(raw: bytes) -> list[tuple[str, str, str]]:
 
 
 def whole_turn(rt: Runtime, id: str, content: str, **extra: Any) -> list[tuple[str, str, str]]:
-    response = httpx.post(f"{rt.url}{BASE}/{id}/messages", json={"content": content, **extra}, timeout=30)
+    response = httpx.post(
+        f"{rt.url}{BASE}/{id}/messages", json={"content": content, **extra}, timeout=30
+    )
     assert response.status_code == 200, response.text
     return events(response.content)
 
@@ -57,13 +58,18 @@ def whole_turn(rt: Runtime, id: str, content: str, **extra: Any) -> list[tuple[s
 def texts(evs: list[tuple[str, str, str]]) -> str:
     import json
 
-    return "".join(json.loads(data)["text"] for _, name, data in evs if name == "content_block_delta")
+    return "".join(
+        json.loads(data)["text"] for _, name, data in evs if name == "content_block_delta"
+    )
 
 
 def read_some(rt: Runtime, method: str, path: str, count: int, **kwargs: Any) -> bytes:
     """Read until `count` events arrived, then leave (the connection closes)."""
     got = b""
-    with httpx.Client(timeout=30) as client, client.stream(method, rt.url + path, **kwargs) as response:
+    with (
+        httpx.Client(timeout=30) as client,
+        client.stream(method, rt.url + path, **kwargs) as response,
+    ):
         assert response.status_code == 200
         for chunk in response.iter_raw():
             got += chunk
@@ -84,23 +90,34 @@ def test_a_turn_is_numbered_stored_and_the_history_kept(durable: Runtime) -> Non
     conversation = httpx.get(f"{durable.url}{BASE}/{id}", timeout=10).json()
     assert conversation["streaming"] is False and len(conversation["messages"]) == 4
     call = durable.last_call()
-    assert call["inputs"]["messages"][:2] == [said[0], {"role": "assistant", "content": texts(first)}]
+    assert call["inputs"]["messages"][:2] == [
+        said[0],
+        {"role": "assistant", "content": texts(first)},
+    ]
     assert call["affinity"] == id, call  # the conversation's id is its session key (issue 24)
 
 
-def test_a_reader_that_leaves_and_comes_back_gets_every_event_once_in_order(durable: Runtime) -> None:
+def test_a_reader_that_leaves_and_comes_back_gets_every_event_once_in_order(
+    durable: Runtime,
+) -> None:
     id = create(durable)
     content = "[[pace:60]] tell me slowly"
     before = read_some(durable, "POST", f"{BASE}/{id}/messages", 4, json={"content": content})
     seen = events(before)
     last = seen[-1][0]
-    rest = httpx.get(f"{durable.url}{BASE}/{id}/stream", headers={"last-event-id": last}, timeout=30)
+    rest = httpx.get(
+        f"{durable.url}{BASE}/{id}/stream", headers={"last-event-id": last}, timeout=30
+    )
     after = events(rest.content)
     both = seen + after
-    assert [i for i, _, _ in both] == [f"1:{n}" for n in range(1, len(both) + 1)], [i for i, _, _ in both]
+    assert [i for i, _, _ in both] == [f"1:{n}" for n in range(1, len(both) + 1)], [
+        i for i, _, _ in both
+    ]
     assert [name for _, name, _ in both][-2:] == ["message_stop", "done"]
     assert texts(both) == "".join(expected_tokens([{"role": "user", "content": content}]))
-    again = httpx.get(f"{durable.url}{BASE}/{id}/stream?after={last}", timeout=10)  # after the end: the same rest, stored
+    again = httpx.get(
+        f"{durable.url}{BASE}/{id}/stream?after={last}", timeout=10
+    )  # after the end: the same rest, stored
     assert events(again.content) == after
 
 
@@ -110,27 +127,45 @@ def test_two_readers_get_identical_streams(durable: Runtime) -> None:
 
     def join() -> None:  # once the answer is being written: polled, for a loaded machine
         deadline = time.monotonic() + 20
-        while not httpx.get(f"{durable.url}{BASE}/{id}", timeout=10).json()["streaming"] and time.monotonic() < deadline:
+        while (
+            not httpx.get(f"{durable.url}{BASE}/{id}", timeout=10).json()["streaming"]
+            and time.monotonic() < deadline
+        ):
             time.sleep(0.02)
         second.append(httpx.get(f"{durable.url}{BASE}/{id}/stream", timeout=30).content)
 
     joiner = threading.Thread(target=join)
     joiner.start()
-    first = httpx.post(f"{durable.url}{BASE}/{id}/messages", json={"content": "[[tokens:40]] [[pace:50]] for two"}, timeout=30).content
+    first = httpx.post(
+        f"{durable.url}{BASE}/{id}/messages",
+        json={"content": "[[tokens:40]] [[pace:50]] for two"},
+        timeout=30,
+    ).content
     joiner.join()
     assert events(first) == events(second[0]), (first[-200:], second[0][-200:])
 
 
 def test_no_reader_past_the_grace_stops_the_model(durable: Runtime) -> None:
     id = create(durable)
-    read_some(durable, "POST", f"{BASE}/{id}/messages", 2, json={"content": "[[tokens:200]] [[pace:50]] long"})
+    read_some(
+        durable,
+        "POST",
+        f"{BASE}/{id}/messages",
+        2,
+        json={"content": "[[tokens:200]] [[pace:50]] long"},
+    )
     left = time.time() * 1000
     call = durable.wait_for(lambda c: c["clientClosedAt"] is not None, timeout=GRACE + 10)
     assert_stopped(call)
     waited = call["clientClosedAt"] - left
-    assert GRACE * 1000 * 0.8 < waited < GRACE * 1000 + 5000, f"stopped {waited:.0f} ms after the reader left"
+    assert GRACE * 1000 * 0.8 < waited < GRACE * 1000 + 5000, (
+        f"stopped {waited:.0f} ms after the reader left"
+    )
     rest = events(httpx.get(f"{durable.url}{BASE}/{id}/stream", timeout=10).content)
-    assert [(name, data) for _, name, data in rest][-2:] == [("message_stop", '{"stop_reason":"cancelled"}'), ("done", "{}")]
+    assert [(name, data) for _, name, data in rest][-2:] == [
+        ("message_stop", '{"stop_reason":"cancelled"}'),
+        ("done", "{}"),
+    ]
 
 
 def test_stop_ends_the_turn_and_the_model_call(durable: Runtime) -> None:
@@ -139,14 +174,19 @@ def test_stop_ends_the_turn_and_the_model_call(durable: Runtime) -> None:
     stopper.start()
     turn = whole_turn(durable, id, "[[tokens:200]] [[pace:50]] stop me")
     stopper.join()
-    assert [(name, data) for _, name, data in turn][-2:] == [("message_stop", '{"stop_reason":"cancelled"}'), ("done", "{}")]
+    assert [(name, data) for _, name, data in turn][-2:] == [
+        ("message_stop", '{"stop_reason":"cancelled"}'),
+        ("done", "{}"),
+    ]
     assert_stopped(durable.wait_for(lambda c: c["closedAt"] is not None))
     assert httpx.post(f"{durable.url}{BASE}/{id}/stop", timeout=10).json() == {"stopped": False}
 
 
 def test_a_message_while_a_turn_runs_is_409_and_unknown_ids_are_404(durable: Runtime) -> None:
     id = create(durable)
-    slow = threading.Thread(target=lambda: whole_turn(durable, id, "[[tokens:30]] [[pace:40]] busy"))
+    slow = threading.Thread(
+        target=lambda: whole_turn(durable, id, "[[tokens:30]] [[pace:40]] busy")
+    )
     slow.start()
     time.sleep(0.5)
     busy = httpx.post(f"{durable.url}{BASE}/{id}/messages", json={"content": "me too"}, timeout=10)
@@ -155,10 +195,17 @@ def test_a_message_while_a_turn_runs_is_409_and_unknown_ids_are_404(durable: Run
     unknown = "0" * 32
     for method, path in [("GET", ""), ("GET", "/stream"), ("POST", "/stop")]:
         response = httpx.request(method, f"{durable.url}{BASE}/{unknown}{path}", timeout=10)
-        assert (response.status_code, response.json()["error"]) == (404, "not_found"), (method, path, response.text)
+        assert (response.status_code, response.json()["error"]) == (404, "not_found"), (
+            method,
+            path,
+            response.text,
+        )
     assert httpx.get(f"{durable.url}{BASE}/not-an-id", timeout=10).status_code == 404
     bad = httpx.post(f"{durable.url}{BASE}/{id}/messages", json={"content": " "}, timeout=10)
-    assert (bad.status_code, bad.json()) == (400, {"error": "invalid_field", "message": "content: must not be empty"})
+    assert (bad.status_code, bad.json()) == (
+        400,
+        {"error": "invalid_field", "message": "content: must not be empty"},
+    )
 
 
 def test_history_survives_a_restart_and_delete_forgets_it(durable: Runtime) -> None:

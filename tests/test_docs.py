@@ -15,12 +15,16 @@ def slug(heading: str) -> str:
 
 
 def anchors(path: Path) -> set[str]:
-    return {slug(m.group(1)) for m in re.finditer(r"(?m)^#+ (.*)$", path.read_text(encoding="utf-8"))}
+    return {
+        slug(m.group(1)) for m in re.finditer(r"(?m)^#+ (.*)$", path.read_text(encoding="utf-8"))
+    }
 
 
 def test_the_readme_is_short() -> None:
     words = len((ROOT / "README.md").read_text(encoding="utf-8").split())
-    assert words <= 2000, f"README.md has {words} words; the design and the reference belong in docs/"
+    assert words <= 2000, (
+        f"README.md has {words} words; the design and the reference belong in docs/"
+    )
 
 
 def test_every_relative_link_and_anchor_exists() -> None:

@@ -10,9 +10,10 @@ import os
 import random
 from collections.abc import AsyncIterator
 
-from app import handle
 from fakes import FakeLimiter, FakeModel, frames
 from fuzz import Node, encode, mutate
+
+from app import handle
 from routes import TABLE
 from web import WebRequest
 
@@ -20,9 +21,17 @@ RESPONSES, UI_CHAT = "/v1/responses", "/api/v1/ui-chat"
 ENV = {"AI_MODELS": "@cf/google/gemma-4-26b-a4b-it,@cf/openai/gpt-oss-20b"}
 COUNT = int(os.environ.get("FUZZ_COUNT", "1500"))
 CLIENT_ERRORS = {
-    (400, "invalid_json"), (400, "invalid_field"), (400, "unknown_field"), (400, "unknown_model"),
-    (400, "too_many_messages"), (400, "message_too_long"), (400, "unsupported_parameter"),
-    (400, "images_not_supported"), (400, "too_many_images"), (400, "image_too_large"), (413, "body_too_large"),
+    (400, "invalid_json"),
+    (400, "invalid_field"),
+    (400, "unknown_field"),
+    (400, "unknown_model"),
+    (400, "too_many_messages"),
+    (400, "message_too_long"),
+    (400, "unsupported_parameter"),
+    (400, "images_not_supported"),
+    (400, "too_many_images"),
+    (400, "image_too_large"),
+    (413, "body_too_large"),
 }
 PNG = "data:image/png;base64,iVBORw0KGgo="
 
@@ -35,33 +44,80 @@ def responses_base(rng: random.Random) -> dict[str, Node]:
     image: list[Node] = [{"type": "input_image", "image_url": PNG}] if model == GEMMA else []
     items: list[Node] = [
         {"role": "developer", "content": [{"type": "input_text", "text": "rules"}]},
-        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}, *image]},
-        {"type": "reasoning", "id": "rs_1", "summary": [], "content": [{"type": "reasoning_text", "text": "hm"}]},
+        {
+            "type": "message",
+            "role": "user",
+            "content": [{"type": "input_text", "text": "hi"}, *image],
+        },
+        {
+            "type": "reasoning",
+            "id": "rs_1",
+            "summary": [],
+            "content": [{"type": "reasoning_text", "text": "hm"}],
+        },
         {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"},
         {"type": "function_call_output", "call_id": "c1", "output": "ok"},
-        {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "done", "annotations": []}]},
+        {
+            "type": "message",
+            "role": "assistant",
+            "content": [{"type": "output_text", "text": "done", "annotations": []}],
+        },
         {"role": "user", "content": "more"},
     ]
-    body: dict[str, Node] = {"model": model, "input": items if rng.random() < 0.8 else "hi",
-                             "instructions": "be brief", "tools": [{"type": "function", "name": "f", "parameters": {"type": "object"}}],
-                             "tool_choice": "auto", "max_output_tokens": 50, "temperature": 0.5, "top_p": 0.9,
-                             "reasoning": {"effort": "low"}, "text": {"format": {"type": "text"}}, "stream": rng.random() < 0.5,
-                             "store": False, "stop": ["x"]}
+    body: dict[str, Node] = {
+        "model": model,
+        "input": items if rng.random() < 0.8 else "hi",
+        "instructions": "be brief",
+        "tools": [{"type": "function", "name": "f", "parameters": {"type": "object"}}],
+        "tool_choice": "auto",
+        "max_output_tokens": 50,
+        "temperature": 0.5,
+        "top_p": 0.9,
+        "reasoning": {"effort": "low"},
+        "text": {"format": {"type": "text"}},
+        "stream": rng.random() < 0.5,
+        "store": False,
+        "stop": ["x"],
+    }
     return body
 
 
 def ui_base(rng: random.Random) -> dict[str, Node]:
     model = rng.choice(ENV["AI_MODELS"].split(","))
-    image: list[Node] = [{"type": "file", "mediaType": "image/png", "url": PNG}] if model == GEMMA else []
-    assistant: Node = {"id": "a", "role": "assistant", "parts": [
-        {"type": "step-start"}, {"type": "reasoning", "text": "hm"},
-        {"type": "tool-f", "toolCallId": "c1", "state": "output-available", "input": {"x": 1}, "output": {"y": 2}},
-        {"type": "step-start"}, {"type": "text", "text": "done"}]}
-    return {"id": "chat", "trigger": "submit-message", "messageId": "m", "model": model,
-            "max_tokens": 50, "tools": [{"type": "function", "function": {"name": "f"}}],
-            "messages": [{"id": "s", "role": "system", "parts": [{"type": "text", "text": "brief"}]},
-                         {"id": "u", "role": "user", "parts": [{"type": "text", "text": "hi"}, *image]},
-                         assistant, {"id": "u2", "role": "user", "parts": [{"type": "text", "text": "more"}]}]}
+    image: list[Node] = (
+        [{"type": "file", "mediaType": "image/png", "url": PNG}] if model == GEMMA else []
+    )
+    assistant: Node = {
+        "id": "a",
+        "role": "assistant",
+        "parts": [
+            {"type": "step-start"},
+            {"type": "reasoning", "text": "hm"},
+            {
+                "type": "tool-f",
+                "toolCallId": "c1",
+                "state": "output-available",
+                "input": {"x": 1},
+                "output": {"y": 2},
+            },
+            {"type": "step-start"},
+            {"type": "text", "text": "done"},
+        ],
+    }
+    return {
+        "id": "chat",
+        "trigger": "submit-message",
+        "messageId": "m",
+        "model": model,
+        "max_tokens": 50,
+        "tools": [{"type": "function", "function": {"name": "f"}}],
+        "messages": [
+            {"id": "s", "role": "system", "parts": [{"type": "text", "text": "brief"}]},
+            {"id": "u", "role": "user", "parts": [{"type": "text", "text": "hi"}, *image]},
+            assistant,
+            {"id": "u2", "role": "user", "parts": [{"type": "text", "text": "more"}]},
+        ],
+    }
 
 
 async def one_piece(body: bytes) -> AsyncIterator[bytes]:
@@ -81,7 +137,9 @@ def problem(path: str, status: int, body: bytes) -> str | None:
         if set(value) != {"error", "message"}:
             return f"not the app's error shape: {value!r:.300}"
         code = value["error"]
-    return None if (status, code) in CLIENT_ERRORS else f"undocumented {status} {code}: {value!r:.300}"
+    return (
+        None if (status, code) in CLIENT_ERRORS else f"undocumented {status} {code}: {value!r:.300}"
+    )
 
 
 def test_hostile_bodies_get_documented_answers_in_their_doors_shape() -> None:
@@ -95,13 +153,22 @@ def test_hostile_bodies_get_documented_answers_in_their_doors_shape() -> None:
                 for _ in range(rng.choice((1, 1, 2, 3))):
                     tree = mutate(rng, tree)
             raw = encode(tree, ascii_only=rng.random() < 0.5)
-            request = WebRequest(method="POST", url="https://x" + path, path=path,
-                                 headers={"content-type": "application/json"}, body=one_piece(raw))
-            response = await handle(request, ENV.get, FakeModel(frames("a", "b")), TABLE, limiter=FakeLimiter())
+            request = WebRequest(
+                method="POST",
+                url="https://x" + path,
+                path=path,
+                headers={"content-type": "application/json"},
+                body=one_piece(raw),
+            )
+            response = await handle(
+                request, ENV.get, FakeModel(frames("a", "b")), TABLE, limiter=FakeLimiter()
+            )
             body = response.body if isinstance(response.body, bytes) else b""
             if (trouble := problem(path, response.status, body)) is not None:
                 found.append(f"#{index} {path} {raw[:300]!r}: {trouble}")
         return found
 
     found = asyncio.run(run())
-    assert not found, f"{len(found)} of {COUNT} bodies got a wrong answer, first:\n" + "\n".join(found[:5])
+    assert not found, f"{len(found)} of {COUNT} bodies got a wrong answer, first:\n" + "\n".join(
+        found[:5]
+    )

@@ -8,7 +8,6 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import ROOT, Runtime, expected_tokens, expected_wire
 
 pytestmark = pytest.mark.runtime
@@ -30,7 +29,9 @@ EXAMPLES = {
 
 def run(rt: Runtime, command: list[str]) -> str:
     env = {**os.environ, "AI_CHAT_URL": rt.url, "PYTHONIOENCODING": "utf-8"}
-    result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, encoding="utf-8", timeout=60)
+    result = subprocess.run(
+        command, cwd=ROOT, env=env, capture_output=True, text=True, encoding="utf-8", timeout=60
+    )
     assert result.returncode == 0, f"{command} failed:\n{result.stdout}\n{result.stderr}"
     return result.stdout
 
@@ -58,11 +59,21 @@ def test_a_second_turn_after_a_reasoning_answer(runtime: Runtime, name: str) -> 
     first, follow_up = "[[pace:0]] [[think:3]] Capital of France?", "[[pace:0]] And of Spain?"
     out = run(runtime, [*SECOND_TURN[name], f"examples/{name}", first, follow_up])
     answer = "".join(expected_tokens([{"role": "user", "content": first}]))
-    second = "".join(expected_tokens([{"role": "user", "content": first}, {"role": "assistant", "content": answer},
-                                      {"role": "user", "content": follow_up}]))
+    second = "".join(
+        expected_tokens(
+            [
+                {"role": "user", "content": first},
+                {"role": "assistant", "content": answer},
+                {"role": "user", "content": follow_up},
+            ]
+        )
+    )
     assert out == f"{answer}\n{second}\n"
     sent = runtime.last_call()["inputs"]["messages"]
-    assert sent[0] == {"role": "user", "content": first} and sent[2] == {"role": "user", "content": follow_up}
+    assert sent[0] == {"role": "user", "content": first} and sent[2] == {
+        "role": "user",
+        "content": follow_up,
+    }
     assert sent[1]["content"] == answer
     if name in SENDS_REASONING_BACK:
         assert sent[1].get("reasoning") == "Let me think", sent[1]
@@ -80,7 +91,19 @@ def test_open_webui_settings_point_at_routes_that_answer(runtime: Runtime) -> No
     assert "http://127.0.0.1:8787/v1" in doc  # the local URL the page gives
     with runtime.client() as client:
         models = client.get("/v1/models").json()
-        assert [m["id"] for m in models["data"]] == ["@cf/google/gemma-4-26b-a4b-it", "@cf/meta/llama-3.1-8b-instruct-fast", "@cf/openai/gpt-oss-20b", "@cf/zai-org/glm-4.7-flash"]
-        body = {"model": models["data"][0]["id"], "messages": MESSAGES, "stream": True, "stream_options": {"include_usage": True}}
-        response = client.post("/v1/chat/completions", json=body, headers={"authorization": "Bearer unused"})
+        assert [m["id"] for m in models["data"]] == [
+            "@cf/google/gemma-4-26b-a4b-it",
+            "@cf/meta/llama-3.1-8b-instruct-fast",
+            "@cf/openai/gpt-oss-20b",
+            "@cf/zai-org/glm-4.7-flash",
+        ]
+        body = {
+            "model": models["data"][0]["id"],
+            "messages": MESSAGES,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        response = client.post(
+            "/v1/chat/completions", json=body, headers={"authorization": "Bearer unused"}
+        )
     assert response.status_code == 200 and response.text.endswith("data: [DONE]\n\n")

@@ -14,20 +14,24 @@ from collections import Counter
 from collections.abc import AsyncIterator
 
 import pytest
+from fakes import FakeLimiter, FakeModel, frames
+from fuzz import CHAT, COMPLETIONS, bodies, problem
 
 import openai_params
 from app import handle
-from routes import TABLE
-from fakes import FakeLimiter, FakeModel, frames
-from fuzz import CHAT, COMPLETIONS, bodies, problem
 from relay import OneShot, drive, relay_whole
+from routes import TABLE
 from web import Relayed, WebRequest, WebResponse
 
 COUNT = int(os.environ.get("FUZZ_COUNT", "3000"))
 SEED = int(os.environ.get("FUZZ_SEED", "1"))
 # The fuzz generator's bodies stay under 100 KB (tests/fuzz.py), so the limits are set low enough
 # for it to reach each of them; the shipped defaults are a few MiB, 1,000 messages, 1M chars.
-NO_ENV: dict[str, str] = {"MAX_BODY_BYTES": "65536", "MAX_MESSAGES": "50", "MAX_MESSAGE_CHARS": "8000"}
+NO_ENV: dict[str, str] = {
+    "MAX_BODY_BYTES": "65536",
+    "MAX_MESSAGES": "50",
+    "MAX_MESSAGE_CHARS": "8000",
+}
 # What may reach env.AI.run: our own inputs and the OpenAI parameters the table passes through.
 INPUT_KEYS = {"messages", "stream", "max_tokens", "temperature", "reasoning_effort"} | {
     p.name for p in openai_params.PARAMS if p.handling == openai_params.PASSED
@@ -91,7 +95,7 @@ def test_fuzz_bodies_never_break_the_app() -> None:
             where = f"body_at({SEED}, {index}) {path} {body[:120]!r}"
             try:
                 response, data = await answer(path, body, model)
-            except BaseException as exc:  # noqa: BLE001  the point is to catch anything
+            except BaseException as exc:
                 failures.append(f"{where}: raised {exc!r:.300}")
                 continue
             headers = {name: value for name, value in response.headers}
@@ -103,7 +107,9 @@ def test_fuzz_bodies_never_break_the_app() -> None:
             else:
                 error = json.loads(data)["error"]
                 code = error["code"] if isinstance(error, dict) else error
-                message = error["message"] if isinstance(error, dict) else json.loads(data)["message"]
+                message = (
+                    error["message"] if isinstance(error, dict) else json.loads(data)["message"]
+                )
                 histogram[(path, response.status, code)] += 1
                 for needle in ("levels deep", "digits", "byte order mark", "UTF-8"):
                     limits[needle] += needle in message
@@ -117,8 +123,22 @@ def test_fuzz_bodies_never_break_the_app() -> None:
     for (path, status, code), n in sorted(histogram.items()):
         print(f"{n:6}  {status} {code:22} {path}")
     print("refused by:", dict(limits))
-    assert not failures, f"{len(failures)} of {COUNT} bodies went wrong:\n" + "\n".join(failures[:20])
+    assert not failures, f"{len(failures)} of {COUNT} bodies went wrong:\n" + "\n".join(
+        failures[:20]
+    )
     if COUNT >= 3000:  # the generator reaches every corner it is meant to
         codes = {code for _, _, code in histogram}
-        assert codes >= {"ok", "invalid_json", "invalid_field", "unknown_field", "unsupported_parameter", "body_too_large", "unknown_model", "too_many_messages", "message_too_long"}, codes
-        assert all(limits[needle] for needle in ("levels deep", "digits", "byte order mark", "UTF-8")), limits
+        assert codes >= {
+            "ok",
+            "invalid_json",
+            "invalid_field",
+            "unknown_field",
+            "unsupported_parameter",
+            "body_too_large",
+            "unknown_model",
+            "too_many_messages",
+            "message_too_long",
+        }, codes
+        assert all(
+            limits[needle] for needle in ("levels deep", "digits", "byte order mark", "UTF-8")
+        ), limits

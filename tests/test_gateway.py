@@ -15,7 +15,16 @@ def test_the_gateway_id_goes_in_the_options() -> None:
 def test_cache_options_and_the_key_id_as_metadata() -> None:
     env = {"AI_GATEWAY_ID": "gw", "AI_GATEWAY_CACHE_TTL": "300", "AI_GATEWAY_SKIP_CACHE": "1"}
     assert run_options(env.get, "0123456789abcdef") == {
-        "gateway": {"id": "gw", "cacheTtl": 300, "skipCache": True, "metadata": {"api_key_id": "0123456789abcdef"}}
+        "gateway": {
+            "id": "gw",
+            "cacheTtl": 300,
+            "skipCache": True,
+            "metadata": {"api_key_id": "0123456789abcdef"},
+        }
     }
-    assert run_options({"AI_GATEWAY_ID": "gw", "AI_GATEWAY_SKIP_CACHE": "0"}.get) == {"gateway": {"id": "gw"}}
-    assert run_options({"AI_GATEWAY_CACHE_TTL": "300"}.get, "0123456789abcdef") == {}  # no gateway, no options
+    assert run_options({"AI_GATEWAY_ID": "gw", "AI_GATEWAY_SKIP_CACHE": "0"}.get) == {
+        "gateway": {"id": "gw"}
+    }
+    assert (
+        run_options({"AI_GATEWAY_CACHE_TTL": "300"}.get, "0123456789abcdef") == {}
+    )  # no gateway, no options

@@ -2,10 +2,10 @@ import asyncio
 from collections.abc import AsyncIterator
 
 import pytest
+from fakes import FakeLimiter
 
 from api_keys import rate_key
 from errors import ApiError
-from fakes import FakeLimiter
 from guard import KEY_ONLY, OPEN, PAGE_OR_KEY, Access, from_own_page, guard
 from web import WebRequest
 
@@ -30,7 +30,11 @@ def run(
     limiter: FakeLimiter | None = None,
     metered: bool = True,
 ) -> ApiError | None:
-    return asyncio.run(guard(request, access=access, metered=metered, env=env.get, limiter=limiter or FakeLimiter()))
+    return asyncio.run(
+        guard(
+            request, access=access, metered=metered, env=env.get, limiter=limiter or FakeLimiter()
+        )
+    )
 
 
 def status(error: ApiError | None) -> tuple[int, str] | None:
@@ -44,7 +48,10 @@ def status(error: ApiError | None) -> tuple[int, str] | None:
         ({"origin": "https://chat.example.dev"}, True),
         ({"sec-fetch-site": "cross-site", "origin": "https://evil.example"}, False),
         ({"sec-fetch-site": "same-site", "origin": "https://sub.chat.example.dev"}, False),
-        ({"referer": "https://chat.example.dev/"}, False),  # a script can choose its Referer path; never trusted
+        (
+            {"referer": "https://chat.example.dev/"},
+            False,
+        ),  # a script can choose its Referer path; never trusted
         ({"origin": "null"}, False),
         ({"origin": "http://chat.example.dev"}, False),  # another scheme is another origin
         ({}, False),
@@ -59,14 +66,29 @@ def test_without_keys_everything_passes_and_counts_by_address() -> None:
     for access in (KEY_ONLY, PAGE_OR_KEY, OPEN):
         assert run(req(**{"cf-connecting-ip": "203.0.113.9"}), access, {}, limiter) is None
     # A token that no key list checks counts for nothing: it cannot pick its own bucket.
-    assert run(req(authorization="Bearer made-up", **{"cf-connecting-ip": "203.0.113.9"}), KEY_ONLY, {}, limiter) is None
+    assert (
+        run(
+            req(authorization="Bearer made-up", **{"cf-connecting-ip": "203.0.113.9"}),
+            KEY_ONLY,
+            {},
+            limiter,
+        )
+        is None
+    )
     assert limiter.keys == ["ip:203.0.113.9"] * 4
 
 
 @pytest.mark.parametrize("access", [KEY_ONLY, PAGE_OR_KEY])
 def test_a_valid_key_passes_and_counts_by_key(access: Access) -> None:
     limiter = FakeLimiter()
-    assert run(req(authorization="Bearer sk-beta", **{"cf-connecting-ip": "203.0.113.9"}), access, limiter=limiter) is None
+    assert (
+        run(
+            req(authorization="Bearer sk-beta", **{"cf-connecting-ip": "203.0.113.9"}),
+            access,
+            limiter=limiter,
+        )
+        is None
+    )
     assert limiter.keys == [rate_key("sk-beta")]
 
 
@@ -77,18 +99,29 @@ def test_key_only_refuses_missing_and_wrong_keys_even_from_the_page() -> None:
 
 def test_page_or_key_lets_the_page_in_without_a_key() -> None:
     limiter = FakeLimiter()
-    assert run(req(**{"sec-fetch-site": "same-origin", "cf-connecting-ip": "198.51.100.1"}), limiter=limiter) is None
+    assert (
+        run(
+            req(**{"sec-fetch-site": "same-origin", "cf-connecting-ip": "198.51.100.1"}),
+            limiter=limiter,
+        )
+        is None
+    )
     assert limiter.keys == ["ip:198.51.100.1"]
     assert status(run(req(origin="https://evil.example"))) == (401, "unauthorized")
     assert status(run(req(referer="https://chat.example.dev/"))) == (401, "unauthorized")
     # A wrong key is refused even from the page: a client that sends one means to use it.
-    assert status(run(req(authorization="Bearer nope", **{"sec-fetch-site": "same-origin"}))) == (401, "unauthorized")
+    assert status(run(req(authorization="Bearer nope", **{"sec-fetch-site": "same-origin"}))) == (
+        401,
+        "unauthorized",
+    )
 
 
 def test_a_refusal_never_contains_a_key() -> None:
     for headers in ({"authorization": "Bearer sk-alph"}, {"authorization": "Bearer sk-alpha2"}, {}):
         error = run(req(**headers), KEY_ONLY)
-        assert error is not None and ("sk-" not in error.message and "sk-" not in repr(error)), error
+        assert error is not None and ("sk-" not in error.message and "sk-" not in repr(error)), (
+            error
+        )
         assert error.headers == (("www-authenticate", "Bearer"),)
 
 
@@ -99,20 +132,28 @@ def test_open_routes_need_no_key() -> None:
 def test_over_the_limit_is_429_per_bucket() -> None:
     limiter = FakeLimiter(limit=2)
     a, b = {"cf-connecting-ip": "192.0.2.1"}, {"cf-connecting-ip": "192.0.2.2"}
-    assert [status(run(req(**a), OPEN, limiter=limiter)) for _ in range(3)] == [None, None, (429, "rate_limited")]
+    assert [status(run(req(**a), OPEN, limiter=limiter)) for _ in range(3)] == [
+        None,
+        None,
+        (429, "rate_limited"),
+    ]
     assert status(run(req(**b), OPEN, limiter=limiter)) is None
 
 
 def test_unmetered_routes_never_ask_the_limiter() -> None:
     limiter = FakeLimiter(limit=0)
-    assert run(req(authorization="Bearer sk-alpha"), KEY_ONLY, limiter=limiter, metered=False) is None
+    assert (
+        run(req(authorization="Bearer sk-alpha"), KEY_ONLY, limiter=limiter, metered=False) is None
+    )
     assert limiter.keys == []
 
 
 def test_a_missing_limiter_is_a_500_never_open() -> None:
     error = asyncio.run(guard(req(), access=OPEN, metered=True, env=NO_KEYS.get, limiter=None))
     assert status(error) == (500, "server_misconfigured")
-    assert asyncio.run(guard(req(), access=OPEN, metered=False, env=NO_KEYS.get, limiter=None)) is None
+    assert (
+        asyncio.run(guard(req(), access=OPEN, metered=False, env=NO_KEYS.get, limiter=None)) is None
+    )
 
 
 def test_the_key_check_comes_before_the_limiter() -> None:

@@ -16,15 +16,24 @@ def test_healthy() -> None:
     response = health("GET", env(ENVIRONMENT="production"), ["RATE_LIMITER", "AI"])
     assert response.status == 200
     assert json.loads(response.body) == {  # type: ignore[arg-type]
-        "status": "ok", "version": "0.2.0", "environment": "production", "kill_switch": "off",
-        "settings": "ok", "bindings": ["AI", "RATE_LIMITER"], "catalog": "static",
+        "status": "ok",
+        "version": "0.2.0",
+        "environment": "production",
+        "kill_switch": "off",
+        "settings": "ok",
+        "bindings": ["AI", "RATE_LIMITER"],
+        "catalog": "static",
     }
     assert ("cache-control", "no-store") in response.headers
 
 
 def test_kill_switch_on_still_answers() -> None:
     body = json.loads(health("GET", env(AI_CHAT_DISABLED="1"), []).body)  # type: ignore[arg-type]
-    assert (body["status"], body["kill_switch"], body["environment"]) == ("disabled", "on", "unknown")
+    assert (body["status"], body["kill_switch"], body["environment"]) == (
+        "disabled",
+        "on",
+        "unknown",
+    )
 
 
 def test_broken_settings_are_reported_without_their_values() -> None:

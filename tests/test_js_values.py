@@ -34,9 +34,17 @@ def test_ints_from_2_53_minus_1_become_floats(value: object, expected: object) -
 
 def test_nested_values_are_converted_and_the_rest_left_alone() -> None:
     marker = object()
-    value: Any = {"tools": [{"parameters": {"maximum": SAFE, "minimum": -SAFE, "n": 3}}], "t": (SAFE,), "x": marker}
+    value: Any = {
+        "tools": [{"parameters": {"maximum": SAFE, "minimum": -SAFE, "n": 3}}],
+        "t": (SAFE,),
+        "x": marker,
+    }
     got = js_numbers(value)
-    assert got == {"tools": [{"parameters": {"maximum": float(SAFE), "minimum": float(-SAFE), "n": 3}}], "t": [float(SAFE)], "x": marker}
+    assert got == {
+        "tools": [{"parameters": {"maximum": float(SAFE), "minimum": float(-SAFE), "n": 3}}],
+        "t": [float(SAFE)],
+        "x": marker,
+    }
     assert type(got["tools"][0]["parameters"]["n"]) is int and got["x"] is marker
     assert value["tools"][0]["parameters"]["maximum"] == SAFE, "the input is not changed"
 

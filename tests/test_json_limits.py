@@ -66,7 +66,9 @@ def test_deepest_matches_a_plain_loop_on_random_brackets() -> None:
 def random_json(rng: random.Random, depth: int) -> object:
     pick = rng.randrange(8 if depth < 6 else 5)
     if pick == 0:
-        return rng.choice(['', 'a"b', "\\", '\\"', '"\\\\"[', "{[,]}", "\n\t\u2028", "é🌍", "\ud800"])
+        return rng.choice(
+            ["", 'a"b', "\\", '\\"', '"\\\\"[', "{[,]}", "\n\t\u2028", "é🌍", "\ud800"]
+        )
     if pick == 1:
         return rng.choice([0, -1, 10**30, 1.5e-300, 123456789])
     if pick == 2:
@@ -103,8 +105,12 @@ def test_the_scan_never_sees_less_than_json_loads_reaches_in_broken_json() -> No
             reached = len(broken)
         except ValueError as exc:
             reached = getattr(exc, "pos", len(broken))
-        scanned = outside_strings(broken).translate(json_limits._BRACKETS, json_limits._NOT_BRACKETS)
-        lexed = reference_outside(broken[:reached]).translate(json_limits._BRACKETS, json_limits._NOT_BRACKETS)
+        scanned = outside_strings(broken).translate(
+            json_limits._BRACKETS, json_limits._NOT_BRACKETS
+        )
+        lexed = reference_outside(broken[:reached]).translate(
+            json_limits._BRACKETS, json_limits._NOT_BRACKETS
+        )
         assert deepest(scanned) >= reference_depth(lexed), broken
 
 
@@ -124,7 +130,9 @@ def test_depth_limit_is_exact(open_: bytes, close: bytes) -> None:
     per_level = 2 if open_.startswith(b"[{") else 1
     check(nested(MAX_DEPTH // per_level, open_, close))
     message = refused(nested(MAX_DEPTH // per_level + 1, open_, close))
-    assert message == "request body nests arrays and objects more than 32 levels deep; the limit is 32"
+    assert (
+        message == "request body nests arrays and objects more than 32 levels deep; the limit is 32"
+    )
 
 
 @pytest.mark.parametrize(
@@ -160,7 +168,15 @@ def test_brackets_inside_strings_or_side_by_side_are_not_depth(data: bytes) -> N
 
 @pytest.mark.parametrize(
     "number",
-    [b"1" * 100, b"-" + b"9" * 100, b"1." + b"0" * 99, b"1e" + b"9" * 99, b"-1.5e-" + b"0" * 98, b"1e999", b"-0"],
+    [
+        b"1" * 100,
+        b"-" + b"9" * 100,
+        b"1." + b"0" * 99,
+        b"1e" + b"9" * 99,
+        b"-1.5e-" + b"0" * 98,
+        b"1e999",
+        b"-0",
+    ],
 )
 # Digits count, signs and points do not: what int() and float() work through.
 def test_numbers_up_to_the_limit_pass(number: bytes) -> None:
@@ -170,7 +186,14 @@ def test_numbers_up_to_the_limit_pass(number: bytes) -> None:
 
 @pytest.mark.parametrize(
     "number",
-    [b"1" * 101, b"-" + b"9" * 101, b"1." + b"0" * 100, b"1e" + b"9" * 100, b"1" * 5000, b"1" * 310],
+    [
+        b"1" * 101,
+        b"-" + b"9" * 101,
+        b"1." + b"0" * 100,
+        b"1e" + b"9" * 100,
+        b"1" * 5000,
+        b"1" * 310,
+    ],
 )
 def test_longer_numbers_are_refused_in_plain_words(number: bytes) -> None:
     message = refused(b'{"temperature":' + number + b"}")

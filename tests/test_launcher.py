@@ -8,16 +8,24 @@ import socket
 import subprocess
 
 import pytest
-
 from conftest import ROOT
 
 NODE = shutil.which("node")
-pytestmark = pytest.mark.skipif(NODE is None or not (ROOT / "node_modules").exists(), reason="node or node_modules missing")
+pytestmark = pytest.mark.skipif(
+    NODE is None or not (ROOT / "node_modules").exists(), reason="node or node_modules missing"
+)
 
 
 def launch(*args: str) -> subprocess.CompletedProcess[str]:
     assert NODE is not None
-    return subprocess.run([NODE, "local/launch.mjs", *args], cwd=ROOT, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        [NODE, "local/launch.mjs", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def one_error_line(result: subprocess.CompletedProcess[str]) -> str:
@@ -35,7 +43,14 @@ def test_help_says_how_to_run_it() -> None:
     result = launch("--help")
     assert (result.returncode, result.stderr) == (0, "")
     assert result.stdout.startswith("Usage: node local/launch.mjs [options]\n")
-    for option in ("--env NAME", "--port N", "--pace MS", "--var NAME=VALUE", "--snapshot MODE", "-h, --help"):
+    for option in (
+        "--env NAME",
+        "--port N",
+        "--pace MS",
+        "--var NAME=VALUE",
+        "--snapshot MODE",
+        "-h, --help",
+    ):
         assert option in result.stdout, option
 
 
@@ -45,7 +60,10 @@ def test_a_port_in_use_is_one_json_line_and_exit_1() -> None:
         taken.listen()
         port = taken.getsockname()[1]
         message = one_error_line(launch("--port", str(port)))
-    assert message == f"port {port} is in use: stop what runs there or pick another with --port N (or PORT=N make dev)"
+    assert (
+        message
+        == f"port {port} is in use: stop what runs there or pick another with --port N (or PORT=N make dev)"
+    )
 
 
 @pytest.mark.parametrize(
@@ -62,4 +80,6 @@ def test_bad_arguments_are_one_json_line(args: tuple[str, ...], message: str) ->
 
 def test_an_unknown_option_is_one_json_line() -> None:
     message = one_error_line(launch("--nope"))
-    assert message.startswith("Unknown option '--nope'") and message.endswith("(see --help)"), message
+    assert message.startswith("Unknown option '--nope'") and message.endswith("(see --help)"), (
+        message
+    )

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import httpx
 import pytest
+from conftest import Runtime
 
 import health
-from conftest import Runtime
 from routes import TABLE
 
 pytestmark = pytest.mark.runtime
@@ -18,21 +18,39 @@ CONVERSATION = "0" * 32
 PATHS = {
     **{path: route.allow for path, route in TABLE.routes.items()},
     **{prefix + MODEL: route.allow for prefix, route in TABLE.prefix_routes},
-    **{pattern.pattern.replace("[0-9a-f]{32}", CONVERSATION): route.allow for pattern, route in TABLE.pattern_routes},
+    **{
+        pattern.pattern.replace("[0-9a-f]{32}", CONVERSATION): route.allow
+        for pattern, route in TABLE.pattern_routes
+    },
     health.PATH: health.ALLOW,
 }
 
 
 def test_the_table_is_what_these_tests_cover() -> None:
     conversation = "/api/v1/conversations/" + CONVERSATION
-    assert sorted(PATHS) == sorted([
-        "/api/v1/chat", "/api/v1/models", "/v1/chat/completions", "/v1/models", "/v1/models/" + MODEL, "/api/v1/health",
-        "/api/v1/ui-chat", "/v1/responses", "/api/v1/conversations", conversation, conversation + "/messages",
-        conversation + "/stream", conversation + "/stop",
-    ])
+    assert sorted(PATHS) == sorted(
+        [
+            "/api/v1/chat",
+            "/api/v1/models",
+            "/v1/chat/completions",
+            "/v1/models",
+            "/v1/models/" + MODEL,
+            "/api/v1/health",
+            "/api/v1/ui-chat",
+            "/v1/responses",
+            "/api/v1/conversations",
+            conversation,
+            conversation + "/messages",
+            conversation + "/stream",
+            conversation + "/stop",
+        ]
+    )
 
 
-@pytest.mark.parametrize("path", [p for p, allow in PATHS.items() if "GET" in allow] + ["/v1/models/nope", "/api/v1/nope"])
+@pytest.mark.parametrize(
+    "path",
+    [p for p, allow in PATHS.items() if "GET" in allow] + ["/v1/models/nope", "/api/v1/nope"],
+)
 def test_head_has_the_get_answers_headers_and_no_body(runtime: Runtime, path: str) -> None:
     # Both compressed by the runtime (what httpx asks for) and not: the same headers, but for
     # the body's length and framing, which a HEAD answer may leave out.
@@ -46,7 +64,11 @@ def test_head_has_the_get_answers_headers_and_no_body(runtime: Runtime, path: st
 
 
 def headers_of(response: httpx.Response) -> dict[str, str]:
-    return {k: v for k, v in response.headers.items() if k not in ("x-request-id", "content-length", "transfer-encoding")}
+    return {
+        k: v
+        for k, v in response.headers.items()
+        if k not in ("x-request-id", "content-length", "transfer-encoding")
+    }
 
 
 @pytest.mark.parametrize("path", [p for p, allow in PATHS.items() if "GET" not in allow])
@@ -60,7 +82,9 @@ def test_head_without_a_get_is_405_with_allow(runtime: Runtime, path: str) -> No
 def test_options_is_204_with_allow(runtime: Runtime, path: str) -> None:
     with runtime.client() as client:
         plain = client.options(path)
-        same_origin = client.options(path, headers={"origin": runtime.url, "access-control-request-method": "POST"})
+        same_origin = client.options(
+            path, headers={"origin": runtime.url, "access-control-request-method": "POST"}
+        )
     for response in (plain, same_origin):
         assert (response.status_code, response.content) == (204, b"")
         assert response.headers["allow"] == PATHS[path]
@@ -70,7 +94,13 @@ def test_options_is_204_with_allow(runtime: Runtime, path: str) -> None:
 
 def test_a_cross_origin_preflight_from_an_origin_not_allowed_is_403(runtime: Runtime) -> None:
     with runtime.client() as client:
-        response = client.options("/api/v1/chat", headers={"origin": "https://elsewhere.example", "access-control-request-method": "POST"})
+        response = client.options(
+            "/api/v1/chat",
+            headers={
+                "origin": "https://elsewhere.example",
+                "access-control-request-method": "POST",
+            },
+        )
     assert response.status_code == 403 and response.json()["error"] == "origin_not_allowed"
 
 

@@ -3,17 +3,15 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from typing import Any
-
-import time
 
 import httpx
 import openai
 import pytest
-
 from cases import CASES
-from conftest import IDLE_LIMIT, assert_stopped, Runtime, expected_tokens, expected_usage
+from conftest import IDLE_LIMIT, Runtime, assert_stopped, expected_tokens, expected_usage
 
 pytestmark = pytest.mark.runtime
 
@@ -23,7 +21,9 @@ OPENAI_SHAPED = "@cf/openai/gpt-oss-20b"
 
 @pytest.fixture
 def client(runtime: Runtime) -> Iterator[openai.OpenAI]:
-    with openai.OpenAI(base_url=runtime.url + "/v1", api_key="unused", max_retries=0, timeout=10) as c:
+    with openai.OpenAI(
+        base_url=runtime.url + "/v1", api_key="unused", max_retries=0, timeout=10
+    ) as c:
         yield c
 
 
@@ -32,7 +32,9 @@ def convo(text: str) -> list[Any]:
 
 
 @pytest.mark.parametrize("model", [NATIVE, OPENAI_SHAPED])
-def test_non_streaming_answer_and_usage(client: openai.OpenAI, runtime: Runtime, model: str) -> None:
+def test_non_streaming_answer_and_usage(
+    client: openai.OpenAI, runtime: Runtime, model: str
+) -> None:
     messages = convo("[[pace:0]] hello sdk")
     completion = client.chat.completions.create(model=model, messages=messages)
     assert completion.object == "chat.completion"
@@ -42,23 +44,41 @@ def test_non_streaming_answer_and_usage(client: openai.OpenAI, runtime: Runtime,
     assert completion.choices[0].finish_reason == "stop"
     usage = expected_usage(messages)
     assert completion.usage is not None
-    assert (completion.usage.prompt_tokens, completion.usage.completion_tokens, completion.usage.total_tokens) == (
-        usage["prompt_tokens"], usage["completion_tokens"], usage["total_tokens"])
+    assert (
+        completion.usage.prompt_tokens,
+        completion.usage.completion_tokens,
+        completion.usage.total_tokens,
+    ) == (usage["prompt_tokens"], usage["completion_tokens"], usage["total_tokens"])
     sent = runtime.last_call()["inputs"]
-    assert sent == {"messages": [{"role": "system", "content": "be brief"}, {"role": "user", "content": "[[pace:0]] hello sdk"}], "stream": True, "max_tokens": 1024}
+    assert sent == {
+        "messages": [
+            {"role": "system", "content": "be brief"},
+            {"role": "user", "content": "[[pace:0]] hello sdk"},
+        ],
+        "stream": True,
+        "max_tokens": 1024,
+    }
 
 
 @pytest.mark.parametrize("model", [NATIVE, OPENAI_SHAPED])
 def test_streaming_answer_with_usage_chunk(client: openai.OpenAI, model: str) -> None:
     messages = convo("[[pace:1]] stream it")
     stream = client.chat.completions.create(
-        model=model, messages=messages, stream=True, stream_options={"include_usage": True}, max_completion_tokens=5
+        model=model,
+        messages=messages,
+        stream=True,
+        stream_options={"include_usage": True},
+        max_completion_tokens=5,
     )
     chunks = list(stream)
     assert chunks[0].choices[0].delta.role == "assistant"
-    content = [c.choices[0].delta.content for c in chunks if c.choices and c.choices[0].delta.content]
+    content = [
+        c.choices[0].delta.content for c in chunks if c.choices and c.choices[0].delta.content
+    ]
     assert content == expected_tokens(messages)[:5]
-    finishing = [c.choices[0].finish_reason for c in chunks if c.choices and c.choices[0].finish_reason]
+    finishing = [
+        c.choices[0].finish_reason for c in chunks if c.choices and c.choices[0].finish_reason
+    ]
     assert finishing == ["length"]
     assert chunks[-1].choices == [] and chunks[-1].usage is not None
     assert chunks[-1].usage.completion_tokens == 5
@@ -66,7 +86,9 @@ def test_streaming_answer_with_usage_chunk(client: openai.OpenAI, model: str) ->
 
 
 def test_streaming_without_usage_option_has_no_usage_chunk(client: openai.OpenAI) -> None:
-    chunks = list(client.chat.completions.create(model=NATIVE, messages=convo("[[pace:0]] x"), stream=True))
+    chunks = list(
+        client.chat.completions.create(model=NATIVE, messages=convo("[[pace:0]] x"), stream=True)
+    )
     assert all(c.choices for c in chunks)
     assert all(c.usage is None for c in chunks)
 
@@ -80,11 +102,18 @@ def test_raw_stream_ends_with_done(runtime: Runtime) -> None:
 
 
 def test_models_list(client: openai.OpenAI) -> None:
-    assert [m.id for m in client.models.list()] == [NATIVE, "@cf/meta/llama-3.1-8b-instruct-fast", OPENAI_SHAPED, "@cf/zai-org/glm-4.7-flash"]
+    assert [m.id for m in client.models.list()] == [
+        NATIVE,
+        "@cf/meta/llama-3.1-8b-instruct-fast",
+        OPENAI_SHAPED,
+        "@cf/zai-org/glm-4.7-flash",
+    ]
 
 
 def test_consumer_closing_early_cancels_the_model(client: openai.OpenAI, runtime: Runtime) -> None:
-    stream = client.chat.completions.create(model=NATIVE, messages=convo("[[pace:50]] long"), stream=True)
+    stream = client.chat.completions.create(
+        model=NATIVE, messages=convo("[[pace:50]] long"), stream=True
+    )
     for i, _chunk in enumerate(stream):
         if i == 2:
             break
@@ -110,8 +139,12 @@ def test_a_whole_answer_may_outlast_the_idle_limit_but_silence_may_not(runtime: 
     started = time.monotonic()
     stalled = httpx.post(runtime.url + "/v1/chat/completions", json=silent, timeout=30)
     assert stalled.status_code == 504, stalled.text
-    assert stalled.json()["error"] == {"message": f"The model sent nothing for {IDLE_LIMIT:g} seconds.", "type": "server_error",
-                                       "param": None, "code": "upstream_timeout"}
+    assert stalled.json()["error"] == {
+        "message": f"The model sent nothing for {IDLE_LIMIT:g} seconds.",
+        "type": "server_error",
+        "param": None,
+        "code": "upstream_timeout",
+    }
     assert time.monotonic() - started < IDLE_LIMIT * 4
     call = runtime.wait_for(lambda c: c["closedAt"] is not None)
     assert call["clientClosedAt"] is not None, f"the stalled model call was not closed: {call}"
@@ -126,11 +159,17 @@ def test_a_whole_answer_may_outlast_the_idle_limit_but_silence_may_not(runtime: 
         ({"logprobs": True}, openai.BadRequestError, "unsupported_parameter"),
         ({"n": 2}, openai.BadRequestError, "unsupported_parameter"),
         ({"messages": [{"role": "tool", "content": "x"}]}, openai.BadRequestError, "invalid_field"),
-        ({"messages": [{"role": "function", "content": "x"}]}, openai.BadRequestError, "invalid_field"),
+        (
+            {"messages": [{"role": "function", "content": "x"}]},
+            openai.BadRequestError,
+            "invalid_field",
+        ),
         ({"messages": convo("[[fault:throw]]")}, openai.InternalServerError, "upstream_error"),
     ],
 )
-def test_errors_surface_as_sdk_exceptions(client: openai.OpenAI, kwargs: dict[str, object], exception: type[Exception], code: str) -> None:
+def test_errors_surface_as_sdk_exceptions(
+    client: openai.OpenAI, kwargs: dict[str, object], exception: type[Exception], code: str
+) -> None:
     args: dict[str, Any] = {"model": NATIVE, "messages": convo("[[pace:0]] hi"), **kwargs}
     with pytest.raises(exception) as info:
         client.chat.completions.create(**args)
@@ -139,7 +178,9 @@ def test_errors_surface_as_sdk_exceptions(client: openai.OpenAI, kwargs: dict[st
     assert info.value.response.json()["error"]["type"] in ("invalid_request_error", "server_error")
 
 
-def test_unknown_route_and_method_are_openai_shaped(client: openai.OpenAI, runtime: Runtime) -> None:
+def test_unknown_route_and_method_are_openai_shaped(
+    client: openai.OpenAI, runtime: Runtime
+) -> None:
     with pytest.raises(openai.NotFoundError):
         client.get("/nope", cast_to=object)
     response = httpx.get(runtime.url + "/v1/chat/completions")
@@ -149,14 +190,29 @@ def test_unknown_route_and_method_are_openai_shaped(client: openai.OpenAI, runti
 
 @pytest.mark.parametrize("fault", ["midstream", "stall", "nodone"])
 def test_error_after_streaming_began_raises_in_the_sdk(client: openai.OpenAI, fault: str) -> None:
-    stream = client.chat.completions.create(model=OPENAI_SHAPED, messages=convo(f"[[fault:{fault}]] [[pace:2]] go"), stream=True)
+    stream = client.chat.completions.create(
+        model=OPENAI_SHAPED, messages=convo(f"[[fault:{fault}]] [[pace:2]] go"), stream=True
+    )
     received: list[str] = []
     with pytest.raises(openai.APIError) as info:
         for chunk in stream:
             if chunk.choices and chunk.choices[0].delta.content:
                 received.append(chunk.choices[0].delta.content)
-    assert info.value.body["code"] == {"midstream": "upstream_error", "stall": "upstream_timeout", "nodone": "upstream_incomplete"}[fault]  # type: ignore[index]
-    assert received == expected_tokens(convo(f"[[fault:{fault}]] [[pace:2]] go"))[: {"midstream": 3, "stall": 2}.get(fault, 99)]
+    code = info.value.body["code"]  # type: ignore[index]
+    assert (
+        code
+        == {
+            "midstream": "upstream_error",
+            "stall": "upstream_timeout",
+            "nodone": "upstream_incomplete",
+        }[fault]
+    )
+    assert (
+        received
+        == expected_tokens(convo(f"[[fault:{fault}]] [[pace:2]] go"))[
+            : {"midstream": 3, "stall": 2}.get(fault, 99)
+        ]
+    )
 
 
 def test_kill_switch_is_503_in_the_sdk(client: openai.OpenAI, runtime: Runtime) -> None:
@@ -173,8 +229,12 @@ def test_kill_switch_is_503_in_the_sdk(client: openai.OpenAI, runtime: Runtime) 
 SHARED = [c for c in CASES if c[0] not in ("unknown field", "extra message field", "bad role")]
 
 
-@pytest.mark.parametrize(("name", "ctype", "raw", "status", "code", "needle"), SHARED, ids=[c[0] for c in SHARED])
-def test_shared_bad_inputs_give_the_same_status_and_code(runtime: Runtime, name: str, ctype: str | None, raw: bytes, status: int, code: str, needle: str) -> None:
+@pytest.mark.parametrize(
+    ("name", "ctype", "raw", "status", "code", "needle"), SHARED, ids=[c[0] for c in SHARED]
+)
+def test_shared_bad_inputs_give_the_same_status_and_code(
+    runtime: Runtime, name: str, ctype: str | None, raw: bytes, status: int, code: str, needle: str
+) -> None:
     headers = {"content-type": ctype} if ctype else {}
     response = httpx.post(runtime.url + "/v1/chat/completions", content=raw, headers=headers)
     assert response.status_code == status

@@ -10,7 +10,6 @@ from typing import Any
 import httpx
 import openai
 import pytest
-
 from conftest import Runtime
 
 pytestmark = pytest.mark.runtime
@@ -22,14 +21,20 @@ WEATHER: Any = {
     "function": {
         "name": "get_weather",
         "description": "The weather in a city now",
-        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+        "parameters": {
+            "type": "object",
+            "properties": {"city": {"type": "string"}},
+            "required": ["city"],
+        },
     },
 }
 
 
 @pytest.fixture
 def client(runtime: Runtime) -> Iterator[openai.OpenAI]:
-    with openai.OpenAI(base_url=runtime.url + "/v1", api_key="unused", max_retries=0, timeout=10) as c:
+    with openai.OpenAI(
+        base_url=runtime.url + "/v1", api_key="unused", max_retries=0, timeout=10
+    ) as c:
         yield c
 
 
@@ -40,7 +45,13 @@ def ask(text: str) -> list[Any]:
 @pytest.mark.parametrize("model", [NATIVE, OPENAI_SHAPED])
 def test_tool_round_trip_not_streamed(client: openai.OpenAI, runtime: Runtime, model: str) -> None:
     messages = ask("[[pace:0]] [[tool:get_weather]] Paris")
-    first = client.chat.completions.create(model=model, messages=messages, tools=[WEATHER], tool_choice="auto", parallel_tool_calls=False)
+    first = client.chat.completions.create(
+        model=model,
+        messages=messages,
+        tools=[WEATHER],
+        tool_choice="auto",
+        parallel_tool_calls=False,
+    )
     choice = first.choices[0]
     assert choice.finish_reason == "tool_calls"
     assert choice.message.content is None
@@ -49,46 +60,89 @@ def test_tool_round_trip_not_streamed(client: openai.OpenAI, runtime: Runtime, m
     call = calls[0]
     assert call.type == "function" and call.function.name == "get_weather"
     assert json.loads(call.function.arguments) == {"city": "Paris"}
-    assert call.id == ("call_local_0" if model == OPENAI_SHAPED else "call_" + first.id.removeprefix("chatcmpl-") + "_0")
+    assert call.id == (
+        "call_local_0"
+        if model == OPENAI_SHAPED
+        else "call_" + first.id.removeprefix("chatcmpl-") + "_0"
+    )
     # What the model received: the tools inside the inputs object (auto is the default: not sent).
     assert runtime.last_call()["inputs"]["tools"] == [WEATHER]
     assert "tool_choice" not in runtime.last_call()["inputs"]
 
-    follow = [*messages, choice.message.model_dump(exclude_none=True),
-              {"role": "tool", "tool_call_id": call.id, "content": "sunny, 21 C"}]
+    follow = [
+        *messages,
+        choice.message.model_dump(exclude_none=True),
+        {"role": "tool", "tool_call_id": call.id, "content": "sunny, 21 C"},
+    ]
     second = client.chat.completions.create(model=model, messages=follow, tools=[WEATHER])
     assert second.choices[0].finish_reason == "stop"
     assert second.choices[0].message.content == f"The tool {call.id} said: sunny, 21 C."
     sent = runtime.last_call()["inputs"]["messages"]
-    assert sent[1] == {"role": "assistant", "content": "", "tool_calls": [
-        {"id": call.id, "type": "function", "function": {"name": "get_weather", "arguments": call.function.arguments}}]}
+    assert sent[1] == {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [
+            {
+                "id": call.id,
+                "type": "function",
+                "function": {"name": "get_weather", "arguments": call.function.arguments},
+            }
+        ],
+    }
     assert sent[2] == {"role": "tool", "content": "sunny, 21 C", "tool_call_id": call.id}
 
 
 @pytest.mark.parametrize("model", [NATIVE, OPENAI_SHAPED])
 def test_tool_round_trip_streamed(client: openai.OpenAI, runtime: Runtime, model: str) -> None:
     messages = ask("[[pace:1]] [[tool:get_weather]] [[tool:get_weather]] Paris")
-    chunks = list(client.chat.completions.create(model=model, messages=messages, tools=[WEATHER], stream=True))
-    pieces = [tc for c in chunks if c.choices and c.choices[0].delta.tool_calls for tc in c.choices[0].delta.tool_calls]
+    chunks = list(
+        client.chat.completions.create(model=model, messages=messages, tools=[WEATHER], stream=True)
+    )
+    pieces = [
+        tc
+        for c in chunks
+        if c.choices and c.choices[0].delta.tool_calls
+        for tc in c.choices[0].delta.tool_calls
+    ]
     # Each call starts with its index, id, type and name; the arguments follow in pieces.
     starts = [p for p in pieces if p.id is not None]
-    assert [(p.index, p.type, p.function and p.function.name, p.function and p.function.arguments) for p in starts] == [
-        (0, "function", "get_weather", ""), (1, "function", "get_weather", "")]
-    arguments = {i: "".join(p.function.arguments or "" for p in pieces if p.index == i and p.function) for i in (0, 1)}
+    assert [
+        (p.index, p.type, p.function and p.function.name, p.function and p.function.arguments)
+        for p in starts
+    ] == [(0, "function", "get_weather", ""), (1, "function", "get_weather", "")]
+    arguments = {
+        i: "".join(p.function.arguments or "" for p in pieces if p.index == i and p.function)
+        for i in (0, 1)
+    }
     assert [json.loads(a) for a in arguments.values()] == [{"city": "Paris"}, {"city": "Paris"}]
     if model == OPENAI_SHAPED:
-        assert len([p for p in pieces if p.index == 0 and p.id is None]) > 1  # arguments really in pieces
-    assert [c.choices[0].finish_reason for c in chunks if c.choices and c.choices[0].finish_reason] == ["tool_calls"]
+        assert (
+            len([p for p in pieces if p.index == 0 and p.id is None]) > 1
+        )  # arguments really in pieces
+    assert [
+        c.choices[0].finish_reason for c in chunks if c.choices and c.choices[0].finish_reason
+    ] == ["tool_calls"]
 
     # The SDK's own accumulation of the stream gives the same message as the non-streamed call.
     with client.chat.completions.stream(model=model, messages=messages, tools=[WEATHER]) as stream:
         final = stream.get_final_completion()
     calls = final.choices[0].message.tool_calls
-    assert calls is not None and [json.loads(c.function.arguments) for c in calls] == [{"city": "Paris"}] * 2
-    follow = [*messages, final.choices[0].message.model_dump(exclude_none=True, exclude={"parsed"}),
-              *({"role": "tool", "tool_call_id": c.id, "content": "sunny"} for c in calls)]
-    text = "".join(c.choices[0].delta.content or "" for c in client.chat.completions.create(
-        model=model, messages=follow, tools=[WEATHER], stream=True) if c.choices)
+    assert (
+        calls is not None
+        and [json.loads(c.function.arguments) for c in calls] == [{"city": "Paris"}] * 2
+    )
+    follow = [
+        *messages,
+        final.choices[0].message.model_dump(exclude_none=True, exclude={"parsed"}),
+        *({"role": "tool", "tool_call_id": c.id, "content": "sunny"} for c in calls),
+    ]
+    text = "".join(
+        c.choices[0].delta.content or ""
+        for c in client.chat.completions.create(
+            model=model, messages=follow, tools=[WEATHER], stream=True
+        )
+        if c.choices
+    )
     assert text == f"The tool {calls[1].id} said: sunny."
 
 
@@ -98,7 +152,10 @@ def test_open_webui_default_body_streams_an_answer(runtime: Runtime) -> None:
     body = {
         "stream": True,
         "model": NATIVE,
-        "messages": [{"role": "system", "content": "You are helpful."}, {"role": "user", "content": "[[pace:0]] Hello there"}],
+        "messages": [
+            {"role": "system", "content": "You are helpful."},
+            {"role": "user", "content": "[[pace:0]] Hello there"},
+        ],
         "stream_options": {"include_usage": True},
         "tools": [WEATHER],
         "tool_choice": "auto",
@@ -112,7 +169,9 @@ def test_open_webui_default_body_streams_an_answer(runtime: Runtime) -> None:
         "user": "open-webui-user",
         "metadata": {"chat_id": "c1"},
     }
-    response = httpx.post(runtime.url + "/v1/chat/completions", json=body, headers={"authorization": "Bearer sk-x"})
+    response = httpx.post(
+        runtime.url + "/v1/chat/completions", json=body, headers={"authorization": "Bearer sk-x"}
+    )
     assert response.status_code == 200, response.text
     assert response.headers["content-type"].startswith("text/event-stream")
     frames = [json.loads(f[6:]) for f in response.text.split("\n\n") if f.startswith("data: {")]
@@ -122,21 +181,51 @@ def test_open_webui_default_body_streams_an_answer(runtime: Runtime) -> None:
     assert response.text.endswith("data: [DONE]\n\n")
     sent = runtime.last_call()["inputs"]
     assert {k: sent[k] for k in ("seed", "frequency_penalty", "presence_penalty", "tools")} == {
-        "seed": 42, "frequency_penalty": 0, "presence_penalty": 0, "tools": [WEATHER]}
-    assert not {"stop", "logprobs", "n", "user", "metadata", "parallel_tool_calls", "tool_choice"} & set(sent)
+        "seed": 42,
+        "frequency_penalty": 0,
+        "presence_penalty": 0,
+        "tools": [WEATHER],
+    }
+    assert not {
+        "stop",
+        "logprobs",
+        "n",
+        "user",
+        "metadata",
+        "parallel_tool_calls",
+        "tool_choice",
+    } & set(sent)
 
 
 @pytest.mark.parametrize("model", [NATIVE, OPENAI_SHAPED])
 def test_json_mode_whole_and_streamed(client: openai.OpenAI, runtime: Runtime, model: str) -> None:
-    schema: Any = {"type": "json_schema", "json_schema": {"name": "answer", "schema": {"type": "object", "properties": {"answer": {"type": "string"}}}}}
-    whole = client.chat.completions.create(model=model, messages=ask("[[pace:0]] json please"), response_format=schema)
+    schema: Any = {
+        "type": "json_schema",
+        "json_schema": {
+            "name": "answer",
+            "schema": {"type": "object", "properties": {"answer": {"type": "string"}}},
+        },
+    }
+    whole = client.chat.completions.create(
+        model=model, messages=ask("[[pace:0]] json please"), response_format=schema
+    )
     content = whole.choices[0].message.content
-    assert content is not None and json.loads(content)["answer"].startswith("You said: json please.")
+    assert content is not None and json.loads(content)["answer"].startswith(
+        "You said: json please."
+    )
     assert runtime.last_call()["inputs"]["stream"] is False
-    chunks = list(client.chat.completions.create(model=model, messages=ask("[[pace:0]] json please"), response_format=schema, stream=True))
+    chunks = list(
+        client.chat.completions.create(
+            model=model, messages=ask("[[pace:0]] json please"), response_format=schema, stream=True
+        )
+    )
     assert runtime.last_call()["inputs"]["stream"] is False  # JSON mode does not stream upstream
     assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == content
-    expected_format = schema if model == OPENAI_SHAPED else {"type": "json_schema", "json_schema": schema["json_schema"]["schema"]}
+    expected_format = (
+        schema
+        if model == OPENAI_SHAPED
+        else {"type": "json_schema", "json_schema": schema["json_schema"]["schema"]}
+    )
     assert runtime.last_call()["inputs"]["response_format"] == expected_format
 
 
@@ -146,24 +235,50 @@ def test_models_retrieve(client: openai.OpenAI) -> None:
         assert (got.id, got.object, got.owned_by) == (model, "model", "cloudflare")
     with pytest.raises(openai.NotFoundError) as info:
         client.models.retrieve("@cf/meta/llama-2-7b-chat-int8")
-    assert info.value.body == {"message": "The model '@cf/meta/llama-2-7b-chat-int8' does not exist; GET /v1/models lists the models.",
-                               "type": "invalid_request_error", "param": "model", "code": "model_not_found"}
+    assert info.value.body == {
+        "message": "The model '@cf/meta/llama-2-7b-chat-int8' does not exist; GET /v1/models lists the models.",
+        "type": "invalid_request_error",
+        "param": "model",
+        "code": "model_not_found",
+    }
 
 
 def test_unsupported_parameter_is_named_in_the_sdk_error(client: openai.OpenAI) -> None:
     with pytest.raises(openai.BadRequestError) as info:
         client.chat.completions.create(model=NATIVE, messages=ask("hi"), logprobs=True)
-    assert info.value.body == {"message": "logprobs: this service accepts false only, got true", "type": "invalid_request_error",
-                               "param": "logprobs", "code": "unsupported_parameter"}
+    assert info.value.body == {
+        "message": "logprobs: this service accepts false only, got true",
+        "type": "invalid_request_error",
+        "param": "logprobs",
+        "code": "unsupported_parameter",
+    }
 
 
 @pytest.mark.parametrize("number", [2**53 - 1, -(2**53 - 1), 2**53 - 2, 2**53])
-def test_an_integer_at_the_edge_of_a_double_reaches_the_model_as_that_number(runtime: Runtime, number: int) -> None:
+def test_an_integer_at_the_edge_of_a_double_reaches_the_model_as_that_number(
+    runtime: Runtime, number: int
+) -> None:
     """Pyodide hands 2**53 - 1 and more to JS as a BigInt, which JSON.stringify refuses:
     the call failed (502) before it reached the model. The model receives the number."""
-    tool = {"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {"n": {"type": "integer", "maximum": number}}}}}
-    body = {"model": OPENAI_SHAPED, "messages": ask("[[pace:0]] hi"), "tools": [tool], "max_tokens": 3}
+    tool = {
+        "type": "function",
+        "function": {
+            "name": "f",
+            "parameters": {
+                "type": "object",
+                "properties": {"n": {"type": "integer", "maximum": number}},
+            },
+        },
+    }
+    body = {
+        "model": OPENAI_SHAPED,
+        "messages": ask("[[pace:0]] hi"),
+        "tools": [tool],
+        "max_tokens": 3,
+    }
     response = httpx.post(runtime.url + "/v1/chat/completions", json=body, timeout=10)
     assert response.status_code == 200, response.text
-    received = runtime.last_call()["inputs"]["tools"][0]["function"]["parameters"]["properties"]["n"]["maximum"]
+    received = runtime.last_call()["inputs"]["tools"][0]["function"]["parameters"]["properties"][
+        "n"
+    ]["maximum"]
     assert received == number and isinstance(received, int)

@@ -11,9 +11,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from playwright.sync_api import Browser, Page, Route, expect
-
 from conftest import ARTIFACTS, BROWSER_MARKS, ROOT, Runtime
+from playwright.sync_api import Browser, Page, Route, expect
 
 AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
 
@@ -44,7 +43,9 @@ def open_page(browser: Browser, runtime: Runtime, **context: Any) -> Opened:
     page.on("request", record)
     page.goto(runtime.url + "/")
     expect(page.locator("#model option").first).to_be_attached()
-    page.wait_for_function("document.querySelectorAll('#model option').length > 1 || document.querySelector('#model').value !== ''")
+    page.wait_for_function(
+        "document.querySelectorAll('#model option').length > 1 || document.querySelector('#model').value !== ''"
+    )
     return opened
 
 
@@ -63,7 +64,9 @@ def send(page: Page, text: str) -> None:
 
 def answered(page: Page, n: int, timeout: float = 15000) -> None:
     """Waits until n answers have ended (any outcome)."""
-    page.wait_for_function(f"document.querySelectorAll('.msg.assistant[data-outcome]').length >= {n}", timeout=timeout)
+    page.wait_for_function(
+        f"document.querySelectorAll('.msg.assistant[data-outcome]').length >= {n}", timeout=timeout
+    )
 
 
 def shot(page: Page, name: str) -> None:
@@ -74,7 +77,9 @@ def shot(page: Page, name: str) -> None:
 def axe_violations(page: Page) -> list[str]:
     if not page.evaluate("typeof window.axe === 'object'"):
         page.add_script_tag(path=str(AXE))
-    found: list[dict[str, Any]] = page.evaluate("async () => (await window.axe.run(document)).violations")
+    found: list[dict[str, Any]] = page.evaluate(
+        "async () => (await window.axe.run(document)).violations"
+    )
     return [f"{v['id']}: {[n['target'] for n in v['nodes']]}" for v in found]
 
 
@@ -85,7 +90,11 @@ def fulfill_chat_error(page: Page, status: int, code: str, retry_after: str | No
         headers["retry-after"] = retry_after
 
     def handler(route: Route) -> None:
-        route.fulfill(status=status, headers=headers, body=json.dumps({"error": code, "message": f"technical detail for {code}"}))
+        route.fulfill(
+            status=status,
+            headers=headers,
+            body=json.dumps({"error": code, "message": f"technical detail for {code}"}),
+        )
         page.unroute("**/api/v1/chat", handler)
 
     page.route("**/api/v1/chat", handler)
@@ -152,11 +161,15 @@ def test_reasoning_shows_as_a_collapsed_thinking_block_with_its_time(opened: Ope
     expect(thinking.locator("summary")).to_have_text("Thinking…")
     shot(page, "thinking-streaming")
     answered(page, 1)
-    expect(thinking.locator("summary")).to_have_text(re.compile(r"^Thought for (less than a second|[\d.]+ seconds|\d+ min \d+ s)$"))
+    expect(thinking.locator("summary")).to_have_text(
+        re.compile(r"^Thought for (less than a second|[\d.]+ seconds|\d+ min \d+ s)$")
+    )
     assert thinking.get_attribute("open") is None, "the thinking block should start collapsed"
     assert thinking.locator(".thinking-text").text_content(), "no reasoning text arrived"
     # Above the answer, and the answer itself is there.
-    assert page.evaluate("(() => { const m = [...document.querySelectorAll('.msg.assistant')].pop(); return m.firstElementChild.matches('.thinking'); })()")
+    assert page.evaluate(
+        "(() => { const m = [...document.querySelectorAll('.msg.assistant')].pop(); return m.firstElementChild.matches('.thinking'); })()"
+    )
     expect(page.locator(".msg.assistant .text").last).not_to_have_text("")
     thinking.locator("summary").click()
     shot(page, "thinking-open")
@@ -173,7 +186,9 @@ def test_chats_survive_a_reload_and_can_be_switched_and_deleted(opened: Opened) 
     expect(page.locator("#empty")).to_be_visible()
     send(page, "[[pace:0]] second chat question")
     answered(page, 1)
-    expect(page.locator("#chat-list .open")).to_have_text(["second chat question", "first chat question"])
+    expect(page.locator("#chat-list .open")).to_have_text(
+        ["second chat question", "first chat question"]
+    )
     shot(page, "chat-list")
     page.locator("#chat-list .open", has_text="first chat question").click()
     expect(page.locator(".msg.user .text")).to_have_text(["[[pace:0]] first chat question"])
@@ -225,9 +240,13 @@ def test_old_turns_are_trimmed_to_the_limits_and_the_page_says_so(opened: Opened
         answered(page, i + 1)
     assert [len(b["messages"]) for b in opened.chat_bodies] == [1, 3, 3]
     assert opened.chat_bodies[-1]["messages"][0] == {"role": "user", "content": "[[pace:0]] turn 1"}
-    expect(page.locator(".msg.assistant").last.locator(".note")).to_contain_text("the 2 oldest messages were left out")
+    expect(page.locator(".msg.assistant").last.locator(".note")).to_contain_text(
+        "the 2 oldest messages were left out"
+    )
     send(page, "x" * 61)
-    expect(page.locator("#composer-error")).to_have_text("This message is 61 characters; the service takes at most 60. Shorten it to send it.")
+    expect(page.locator("#composer-error")).to_have_text(
+        "This message is 61 characters; the service takes at most 60. Shorten it to send it."
+    )
     assert len(opened.chat_bodies) == 3, "an over-long message was sent anyway"
     shot(page, "trimmed")
 
@@ -240,34 +259,59 @@ def test_a_rejected_message_is_not_sent_again(opened: Opened) -> None:
     expect(page.locator(".msg.user.rejected .note")).to_have_text("Not sent to the model.")
     send(page, "[[pace:0]] fine one")
     answered(page, 2)
-    assert opened.chat_bodies[-1]["messages"] == [{"role": "user", "content": "[[pace:0]] fine one"}]
+    assert opened.chat_bodies[-1]["messages"] == [
+        {"role": "user", "content": "[[pace:0]] fine one"}
+    ]
 
 
 ERROR_CASES = [
-    (429, "rate_limited", "17", "You are sending messages faster than the service allows. Try again in 17 seconds."),
+    (
+        429,
+        "rate_limited",
+        "17",
+        "You are sending messages faster than the service allows. Try again in 17 seconds.",
+    ),
     (429, "upstream_busy", "5", "The AI model is busy right now. Try again in 5 seconds."),
-    (429, "upstream_quota_exceeded", "7200", "Today's AI allowance for this service is used up. Try again in about 2 hours."),
+    (
+        429,
+        "upstream_quota_exceeded",
+        "7200",
+        "Today's AI allowance for this service is used up. Try again in about 2 hours.",
+    ),
     (401, "unauthorized", None, "This chat service needs a key that this page does not have."),
     (400, "context_length_exceeded", None, "The conversation is too long for this model to read."),
-    (400, "message_too_long", None, "Your message is longer than the service takes (8,000 characters)."),
+    (
+        400,
+        "message_too_long",
+        None,
+        "Your message is longer than the service takes (8,000 characters).",
+    ),
     (502, "model_unavailable", None, "This model is not available right now."),
     (503, "ai_unavailable", None, "The chat is turned off for now. Try again later."),
     (500, "server_misconfigured", None, "The chat service is not set up correctly"),
 ]
 
 
-@pytest.mark.parametrize(("status", "code", "retry_after", "words"), ERROR_CASES, ids=[c[1] for c in ERROR_CASES])
-def test_errors_in_plain_words(opened: Opened, status: int, code: str, retry_after: str | None, words: str) -> None:
+@pytest.mark.parametrize(
+    ("status", "code", "retry_after", "words"), ERROR_CASES, ids=[c[1] for c in ERROR_CASES]
+)
+def test_errors_in_plain_words(
+    opened: Opened, status: int, code: str, retry_after: str | None, words: str
+) -> None:
     page = opened.page
     if code == "message_too_long":  # the limit the service announces, whatever its default
-        limit = page.evaluate("fetch('/api/v1/models').then((r) => r.json()).then((j) => j.limits.max_message_chars)")
+        limit = page.evaluate(
+            "fetch('/api/v1/models').then((r) => r.json()).then((j) => j.limits.max_message_chars)"
+        )
         words = words.replace("8,000", f"{limit:,}")
     fulfill_chat_error(page, status, code, retry_after)
     send(page, "[[pace:0]] hello")
     answered(page, 1)
     note = page.locator(".msg.assistant.error .note").last
     expect(note).to_contain_text(words)
-    assert code not in (note.inner_text().split("Details")[0]), "the code name leaked into the plain words"
+    assert code not in (note.inner_text().split("Details")[0]), (
+        "the code name leaked into the plain words"
+    )
 
 
 def test_real_failures_from_the_model_in_plain_words_and_retry(opened: Opened) -> None:
@@ -276,7 +320,9 @@ def test_real_failures_from_the_model_in_plain_words_and_retry(opened: Opened) -
     answered(page, 1)
     failed = page.locator(".msg.assistant.error").last
     expect(failed).to_have_attribute("data-outcome", "failed")
-    expect(failed.locator(".note")).to_contain_text("The AI model could not answer this time. Try again.")
+    expect(failed.locator(".note")).to_contain_text(
+        "The AI model could not answer this time. Try again."
+    )
     shot(page, "error")
     send(page, "[[fault:throw]] now")
     answered(page, 2)
@@ -310,11 +356,15 @@ def test_the_answer_is_announced_once_not_per_token(opened: Opened) -> None:
     answered(page, 1)
     page.wait_for_function("window.__announced.some(t => t.startsWith('Answer: '))")
     said: list[str] = [t for t in page.evaluate("window.__announced") if t]
-    assert said == ["Answer: " + page.locator(".msg.assistant .text").last.inner_text().strip()], said
+    assert said == ["Answer: " + page.locator(".msg.assistant .text").last.inner_text().strip()], (
+        said
+    )
 
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])
-def test_axe_finds_nothing_empty_streaming_and_failed(browser: Browser, runtime: Runtime, scheme: str) -> None:
+def test_axe_finds_nothing_empty_streaming_and_failed(
+    browser: Browser, runtime: Runtime, scheme: str
+) -> None:
     o = open_page(browser, runtime, color_scheme=scheme)
     page = o.page
     assert axe_violations(page) == [], "empty"
@@ -338,8 +388,12 @@ def test_axe_finds_nothing_empty_streaming_and_failed(browser: Browser, runtime:
     assert o.errors == []
 
 
-def test_phone_layout_keeps_one_header_row_and_a_usable_input(browser: Browser, runtime: Runtime) -> None:
-    o = open_page(browser, runtime, viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
+def test_phone_layout_keeps_one_header_row_and_a_usable_input(
+    browser: Browser, runtime: Runtime
+) -> None:
+    o = open_page(
+        browser, runtime, viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True
+    )
     page = o.page
     rows = "[...document.querySelector('header').children].filter(c => c.offsetParent && c.offsetWidth > 1).map(c => { const r = c.getBoundingClientRect(); return [r.top, r.bottom]; })"
     boxes: list[list[float]] = page.evaluate(rows)
@@ -348,7 +402,9 @@ def test_phone_layout_keeps_one_header_row_and_a_usable_input(browser: Browser, 
     send(page, "[[pace:100]] [[tokens:100]] " + "averyveryverylongwordwithoutanyspaces" * 3)
     expect(page.locator("#stop")).to_be_visible()
     prompt = page.locator("#prompt").bounding_box()
-    assert prompt is not None and prompt["width"] >= 0.6 * 390, f"the input is squeezed while streaming: {prompt}"
+    assert prompt is not None and prompt["width"] >= 0.6 * 390, (
+        f"the input is squeezed while streaming: {prompt}"
+    )
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
     shot(page, "phone-streaming")
     page.click("#stop")
@@ -391,7 +447,9 @@ def test_streaming_render_cost_on_a_4000_token_answer(opened: Opened) -> None:
           return { incremental, whole1000, same: a.innerText === b.innerText };
         }"""
     )
-    print(f"\n4,000-token answer rendered per token: {result['incremental']:.0f} ms; "
-          f"re-rendering the whole answer per token, first 1,000 tokens only: {result['whole1000']:.0f} ms")
+    print(
+        f"\n4,000-token answer rendered per token: {result['incremental']:.0f} ms; "
+        f"re-rendering the whole answer per token, first 1,000 tokens only: {result['whole1000']:.0f} ms"
+    )
     assert result["same"], "the streamed rendering differs from rendering the whole answer"
     assert result["incremental"] < 4000

@@ -10,15 +10,16 @@ from typing import Any
 
 import httpx
 import pytest
-from playwright.sync_api import FilePayload, Page, expect
-
 from conftest import BROWSER_MARKS, Runtime
+from playwright.sync_api import FilePayload, Page, expect
 from test_page_browser import Opened, answered, axe_violations, opened, reasoning_model, send, shot  # noqa: F401 (opened: a fixture)
 
 pytestmark = BROWSER_MARKS
 
 # A 1x1 transparent PNG.
-PNG = base64.b64decode("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII=")
+PNG = base64.b64decode(
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII="
+)
 PNG_URL = "data:image/png;base64," + base64.b64encode(PNG).decode()
 
 
@@ -31,7 +32,9 @@ def models(runtime: Runtime) -> dict[str, Any]:
 def new_service(runtime: Runtime) -> dict[str, Any]:
     body = models(runtime)
     if not isinstance(body.get("capabilities"), dict):
-        pytest.skip("the Worker under test does not announce `capabilities` in /api/v1/models yet (issue 21's server change)")
+        pytest.skip(
+            "the Worker under test does not announce `capabilities` in /api/v1/models yet (issue 21's server change)"
+        )
     return body
 
 
@@ -39,7 +42,9 @@ def new_service(runtime: Runtime) -> dict[str, Any]:
 def old_service(runtime: Runtime) -> dict[str, Any]:
     body = models(runtime)
     if isinstance(body.get("capabilities"), dict):
-        pytest.skip("the Worker under test announces `capabilities`: the older-service behaviour is not reachable")
+        pytest.skip(
+            "the Worker under test announces `capabilities`: the older-service behaviour is not reachable"
+        )
     return body
 
 
@@ -53,15 +58,20 @@ def second_turn_after_thinking(opened: Opened) -> dict[str, Any]:
     return opened.chat_bodies[-1]["messages"][1]  # type: ignore[no-any-return]
 
 
-def test_an_older_service_gets_no_images_and_no_reasoning_back(opened: Opened, old_service: dict[str, Any]) -> None:
+def test_an_older_service_gets_no_images_and_no_reasoning_back(
+    opened: Opened, old_service: dict[str, Any]
+) -> None:
     page = opened.page
     attach = page.get_by_role("button", name="Attach image")
     expect(attach).to_have_attribute("aria-disabled", "true")
     expect(page.locator("#attach-note")).to_have_text("This chat service does not take images.")
-    attach.focus()   # aria-disabled, so still reachable by keyboard: Enter says why
+    attach.focus()  # aria-disabled, so still reachable by keyboard: Enter says why
     page.keyboard.press("Enter")
     expect(page.locator("#composer-error")).to_have_text("This chat service does not take images.")
-    assert second_turn_after_thinking(opened) == {"role": "assistant", "content": "You said: first. This answer comes from the built-in offline model, one token at a time, in turn 1."}
+    assert second_turn_after_thinking(opened) == {
+        "role": "assistant",
+        "content": "You said: first. This answer comes from the built-in offline model, one token at a time, in turn 1.",
+    }
 
 
 def attach_png(page: Page, name: str = "dot.png", data: bytes = PNG) -> None:
@@ -70,7 +80,9 @@ def attach_png(page: Page, name: str = "dot.png", data: bytes = PNG) -> None:
 
 
 def vision_model(service: dict[str, Any], vision: bool) -> str:
-    found = [m for m in service["models"] if service["capabilities"].get(m, {}).get("vision") is vision]
+    found = [
+        m for m in service["models"] if service["capabilities"].get(m, {}).get("vision") is vision
+    ]
     if not found:
         pytest.skip(f"no model with vision={vision} in {service['models']}")
     return str(found[0])
@@ -81,10 +93,14 @@ def test_the_thinking_goes_back_as_reasoning(opened: Opened, new_service: dict[s
     assert message["role"] == "assistant" and message["reasoning"] == "Let me think"
 
 
-def test_an_image_is_attached_checked_sent_shown_and_kept(opened: Opened, new_service: dict[str, Any]) -> None:
+def test_an_image_is_attached_checked_sent_shown_and_kept(
+    opened: Opened, new_service: dict[str, Any]
+) -> None:
     page = opened.page
     page.select_option("#model", vision_model(new_service, True))
-    expect(page.get_by_role("button", name="Attach image")).to_have_attribute("aria-disabled", "false")
+    expect(page.get_by_role("button", name="Attach image")).to_have_attribute(
+        "aria-disabled", "false"
+    )
     attach_png(page)
     thumb = page.locator("#attachments img")
     expect(thumb).to_have_attribute("src", PNG_URL)
@@ -104,8 +120,13 @@ def test_an_image_is_attached_checked_sent_shown_and_kept(opened: Opened, new_se
     assert axe_violations(page) == [], "an image attached"
     send(page, "[[pace:0]] what is in it")
     answered(page, 1)
-    assert opened.chat_bodies[-1]["messages"][-1] == {"role": "user", "content": [
-        {"type": "text", "text": "[[pace:0]] what is in it"}, {"type": "image_url", "image_url": {"url": PNG_URL}}]}
+    assert opened.chat_bodies[-1]["messages"][-1] == {
+        "role": "user",
+        "content": [
+            {"type": "text", "text": "[[pace:0]] what is in it"},
+            {"type": "image_url", "image_url": {"url": PNG_URL}},
+        ],
+    }
     shown = page.locator(".msg.user img")
     expect(shown).to_have_attribute("src", PNG_URL)
     expect(shown).to_have_attribute("alt", "Attached image: pasted.png")
@@ -115,7 +136,9 @@ def test_an_image_is_attached_checked_sent_shown_and_kept(opened: Opened, new_se
     expect(page.locator(".msg.user img")).to_have_attribute("src", PNG_URL)
 
 
-def test_too_big_an_image_and_a_text_only_model_are_refused_in_words(opened: Opened, new_service: dict[str, Any]) -> None:
+def test_too_big_an_image_and_a_text_only_model_are_refused_in_words(
+    opened: Opened, new_service: dict[str, Any]
+) -> None:
     page = opened.page
     page.select_option("#model", vision_model(new_service, True))
     limit = int(new_service["limits"]["max_image_bytes"])

@@ -11,9 +11,8 @@ import time
 from typing import Any
 
 import pytest
-from playwright.sync_api import Browser, Page, expect
-
 from conftest import BROWSER_MARKS, Runtime
+from playwright.sync_api import Browser, Page, expect
 from test_page_browser import Opened, answered, open_page, opened, send, shot  # noqa: F401 (opened: a fixture)
 
 pytestmark = BROWSER_MARKS
@@ -35,9 +34,15 @@ SAME_AS_WHOLE = """async (texts) => {
 }"""
 
 CASES = [
-    "Intro\n\n" + "".join(f"- Item {i}: **bold** `code`\n" for i in range(1, 60)) + "\nAfter the list.\n",
-    "Intro\n\n| # | name | size |\n|--:|:--|:-:|\n" + "".join(f"| {i} | *n{i}* | {i * 8} |\n" for i in range(1, 80)) + "\nAfter.\n",
-    "| n | sq |\n|--:|--:|\n" + "".join(f"| {i} | {i * i} |\n" for i in range(250)) + "\nAfter a table of 3 chunks.\n",
+    "Intro\n\n"
+    + "".join(f"- Item {i}: **bold** `code`\n" for i in range(1, 60))
+    + "\nAfter the list.\n",
+    "Intro\n\n| # | name | size |\n|--:|:--|:-:|\n"
+    + "".join(f"| {i} | *n{i}* | {i * 8} |\n" for i in range(1, 80))
+    + "\nAfter.\n",
+    "| n | sq |\n|--:|--:|\n"
+    + "".join(f"| {i} | {i * i} |\n" for i in range(250))
+    + "\nAfter a table of 3 chunks.\n",
     "3. three\n4. four\n   - nested a\n   - nested b\n5. five\n\n```js\nx\n```\n",
     "- loose one\n\n- loose two\n\n- loose three\n\nEnd\n",
     "- a\nlazy line\n- b\n",
@@ -49,7 +54,7 @@ CASES = [
 
 def test_streamed_lists_and_tables_render_as_the_whole_answer_does(opened: Opened) -> None:
     results: list[dict[str, Any]] = opened.page.evaluate(SAME_AS_WHOLE, CASES)
-    for case, r in zip(CASES, results):
+    for case, r in zip(CASES, results, strict=False):
         assert r["same"], f"{case[:60]!r}\nstreamed: {r['streamed']}\nwhole:    {r['whole']}"
 
 
@@ -99,15 +104,23 @@ def set_max_tokens(page: Page, value: str) -> None:
 
 LONG = [
     ("[[list:400]]", ".msg.assistant .text li", 400, 1606),
-    pytest.param("[[table:1000]]", ".msg.assistant .text tbody tr", 1000, 4008, marks=pytest.mark.xfail(
-        strict=False,
-        reason="not met yet: a 1,000-row table still lays out ~100 rows and paints per frame; under load its "
-        "longest tasks reach 0.3-1 s (bench/PAGE-NOTES.md)",
-    )),
+    pytest.param(
+        "[[table:1000]]",
+        ".msg.assistant .text tbody tr",
+        1000,
+        4008,
+        marks=pytest.mark.xfail(
+            strict=False,
+            reason="not met yet: a 1,000-row table still lays out ~100 rows and paints per frame; under load its "
+            "longest tasks reach 0.3-1 s (bench/PAGE-NOTES.md)",
+        ),
+    ),
 ]
 
 
-@pytest.mark.parametrize(("directive", "rows", "count", "tokens"), LONG, ids=["list-400", "table-1000"])
+@pytest.mark.parametrize(
+    ("directive", "rows", "count", "tokens"), LONG, ids=["list-400", "table-1000"]
+)
 def test_a_long_block_streams_at_500_tokens_a_second_on_a_4x_throttled_cpu_without_long_tasks(
     browser: Browser, runtime: Runtime, directive: str, rows: str, count: int, tokens: int
 ) -> None:
@@ -138,11 +151,15 @@ def test_a_long_block_streams_at_500_tokens_a_second_on_a_4x_throttled_cpu_witho
     # there the bound is 400 ms (the page before issue 27 froze up to 512 ms on a quiet one).
     busy = max(os.getloadavg()[0], load_before) > (os.cpu_count() or 1)
     bound = 400 if busy else 100
-    print(f"\n{directive}: {tokens} tokens in {took:.1f} s after the first rows ({rate:.0f} tokens/s, {time.monotonic() - started:.1f} s in all), "
-          f"CPU 4x throttled: {len(longs)} long tasks, longest {max(longs, default=0)} ms, total {sum(longs)} ms; "
-          f"load average {load_before:.1f} -> {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs, bound {bound} ms")
+    print(
+        f"\n{directive}: {tokens} tokens in {took:.1f} s after the first rows ({rate:.0f} tokens/s, {time.monotonic() - started:.1f} s in all), "
+        f"CPU 4x throttled: {len(longs)} long tasks, longest {max(longs, default=0)} ms, total {sum(longs)} ms; "
+        f"load average {load_before:.1f} -> {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs, bound {bound} ms"
+    )
     shot(page, f"long-{directive.strip('[]').replace(':', '-')}")
-    assert rate > 250 or busy, f"streamed at {rate:.0f} tokens/s, not ~500: the test did not test what it says"
+    assert rate > 250 or busy, (
+        f"streamed at {rate:.0f} tokens/s, not ~500: the test did not test what it says"
+    )
     assert max(longs, default=0) <= bound, f"long tasks (ms): {sorted(longs)[-10:]}"
     page.context.close()
     assert o.errors == []

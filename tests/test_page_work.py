@@ -10,9 +10,8 @@ import re
 from typing import Any
 
 import pytest
-from playwright.sync_api import Browser, Page, expect
-
 from conftest import BROWSER_MARKS, Runtime
+from playwright.sync_api import Browser, Page, expect
 from test_page_browser import Opened, answered, axe_violations, open_page, opened, send, shot  # noqa: F401 (opened: a fixture)
 
 pytestmark = BROWSER_MARKS
@@ -30,32 +29,49 @@ def settings(page: Page, *, system: str = "", temperature: str = "", max_tokens:
     expect(page.locator("#settings")).not_to_be_visible()
 
 
-def test_settings_per_chat_reach_the_request_and_continue_finishes_a_cut_answer(opened: Opened) -> None:
+def test_settings_per_chat_reach_the_request_and_continue_finishes_a_cut_answer(
+    opened: Opened,
+) -> None:
     page = opened.page
     settings(page, system="Answer in one line.", temperature="0.3", max_tokens="5")
     send(page, "[[pace:0]] tell me more")
     answered(page, 1)
     body = opened.chat_bodies[-1]
-    assert body["messages"] == [{"role": "system", "content": "Answer in one line."}, {"role": "user", "content": "[[pace:0]] tell me more"}]
+    assert body["messages"] == [
+        {"role": "system", "content": "Answer in one line."},
+        {"role": "user", "content": "[[pace:0]] tell me more"},
+    ]
     assert (body["temperature"], body["max_tokens"]) == (0.3, 5)
     answer = page.locator(".msg.assistant").last
-    expect(answer.locator(".note")).to_have_text("The answer reached its length limit. Continue asks the model for the rest.")
-    expect(answer.locator(".usage")).to_have_text(re.compile(r"^5 tokens · \d+\.\d s · \d+\.\d tokens/s$"))
+    expect(answer.locator(".note")).to_have_text(
+        "The answer reached its length limit. Continue asks the model for the rest."
+    )
+    expect(answer.locator(".usage")).to_have_text(
+        re.compile(r"^5 tokens · \d+\.\d s · \d+\.\d tokens/s$")
+    )
     first = answer.locator(".text").inner_text()
     assert first == "You said: tell me more."
     answer.get_by_role("button", name="Continue the answer").click()
     answered(page, 1)
     body = opened.chat_bodies[-1]
-    assert body["messages"][-2:] == [{"role": "assistant", "content": "You said: tell me more."}, {"role": "user", "content": CONTINUE_PROMPT}]
+    assert body["messages"][-2:] == [
+        {"role": "assistant", "content": "You said: tell me more."},
+        {"role": "user", "content": CONTINUE_PROMPT},
+    ]
     answer = page.locator(".msg.assistant").last
-    expect(answer.locator(".text")).to_have_text("You said: tell me more.You said: Continue exactly where")
+    expect(answer.locator(".text")).to_have_text(
+        "You said: tell me more.You said: Continue exactly where"
+    )
     expect(answer.locator(".usage")).to_have_text(re.compile(r"^10 tokens · "))
     assert page.locator(".msg.assistant").count() == 1, "Continue adds to the same answer"
     # The settings belong to this chat: a new chat starts without them; the old one keeps them.
     page.click("#clear")
     send(page, "[[pace:0]] plain")
     answered(page, 1)
-    assert opened.chat_bodies[-1] == {"messages": [{"role": "user", "content": "[[pace:0]] plain"}], "model": opened.chat_bodies[-1]["model"]}
+    assert opened.chat_bodies[-1] == {
+        "messages": [{"role": "user", "content": "[[pace:0]] plain"}],
+        "model": opened.chat_bodies[-1]["model"],
+    }
     page.reload()
     page.locator("#chat-list .open", has_text="tell me more").click()
     page.click("#settings-open")
@@ -74,7 +90,9 @@ def test_jump_to_latest_appears_when_the_reader_scrolls_up(opened: Opened) -> No
     page = opened.page
     page.set_viewport_size({"width": 900, "height": 500})
     send(page, "[[pace:10]] [[tokens:400]] long")
-    page.wait_for_function("document.getElementById('log').scrollHeight > 3 * document.getElementById('log').clientHeight")
+    page.wait_for_function(
+        "document.getElementById('log').scrollHeight > 3 * document.getElementById('log').clientHeight"
+    )
     jump = page.get_by_role("button", name="Jump to latest")
     expect(jump).to_be_hidden()
     page.locator("#log").evaluate("l => { l.scrollTop = 0; }")
@@ -82,7 +100,12 @@ def test_jump_to_latest_appears_when_the_reader_scrolls_up(opened: Opened) -> No
     shot(page, "work-jump")
     jump.click()
     expect(jump).to_be_hidden()
-    assert page.evaluate("(() => { const l = document.getElementById('log'); return l.scrollHeight - l.scrollTop - l.clientHeight; })()") < 48
+    assert (
+        page.evaluate(
+            "(() => { const l = document.getElementById('log'); return l.scrollHeight - l.scrollTop - l.clientHeight; })()"
+        )
+        < 48
+    )
     page.keyboard.press("Escape")
     answered(page, 1)
 
@@ -142,7 +165,11 @@ def test_rename_search_export_and_undo_a_delete(browser: Browser, runtime: Runti
     with page.expect_download() as js:
         page.get_by_role("button", name="JSON").click()
     saved: dict[str, Any] = json.loads(js.value.path().read_text(encoding="utf-8"))
-    assert (saved["format"], saved["chat"]["title"], len(saved["chat"]["messages"])) == ("ai-chat", "Beta, renamed", 2)
+    assert (saved["format"], saved["chat"]["title"], len(saved["chat"]["messages"])) == (
+        "ai-chat",
+        "Beta, renamed",
+        2,
+    )
     page.get_by_role("button", name="Cancel").click()
     # Delete: focus goes to the chat that takes its place; Undo puts it back.
     page.get_by_role("button", name="Delete chat: Beta, renamed").click()
@@ -166,7 +193,9 @@ MARKDOWN = (
 )
 
 
-def test_the_announcement_reads_words_not_markdown_and_copy_is_announced(browser: Browser, runtime: Runtime) -> None:
+def test_the_announcement_reads_words_not_markdown_and_copy_is_announced(
+    browser: Browser, runtime: Runtime
+) -> None:
     o = open_page(browser, runtime)
     page = o.page
     page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=runtime.url)
@@ -177,11 +206,18 @@ def test_the_announcement_reads_words_not_markdown_and_copy_is_announced(browser
     send(page, MARKDOWN)
     answered(page, 1)
     page.wait_for_function("window.__announced.some(t => t.startsWith('Answer: '))")
-    said = [t for t in page.evaluate("window.__announced") if t.startswith("Answer: ")][0]
-    assert said == "Answer: You said: intro\nTitle\nleft middle right\na b c\nprint(len([1, 2]))\nDone.. This answer comes from the built-in offline model, one token at a time, in turn 1.", said
+    said = next(t for t in page.evaluate("window.__announced") if t.startswith("Answer: "))
+    assert (
+        said
+        == "Answer: You said: intro\nTitle\nleft middle right\na b c\nprint(len([1, 2]))\nDone.. This answer comes from the built-in offline model, one token at a time, in turn 1."
+    ), said
     # Column alignment from the delimiter row.
     cells = page.locator(".msg.assistant table tr").last.locator("td")
-    assert [cells.nth(i).evaluate("c => getComputedStyle(c).textAlign") for i in range(3)] == ["left", "center", "right"]
+    assert [cells.nth(i).evaluate("c => getComputedStyle(c).textAlign") for i in range(3)] == [
+        "left",
+        "center",
+        "right",
+    ]
     head = page.locator(".msg.assistant table th").first
     assert head.evaluate("c => getComputedStyle(c).textAlign") == "left"
     page.get_by_role("button", name="Copy answer").click()
@@ -205,7 +241,9 @@ def contrast(page: Page, selector: str) -> float:
 
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])
-def test_axe_finds_nothing_in_the_new_states_and_code_colours_pass_aa(browser: Browser, runtime: Runtime, scheme: str) -> None:
+def test_axe_finds_nothing_in_the_new_states_and_code_colours_pass_aa(
+    browser: Browser, runtime: Runtime, scheme: str
+) -> None:
     o = open_page(browser, runtime, color_scheme=scheme, viewport={"width": 1100, "height": 600})
     page = o.page
     send(page, MARKDOWN)

@@ -1,7 +1,8 @@
 import asyncio
 
-from chat_events import ChatEncoder
 from fakes import STALL, FakeSource, frames
+
+from chat_events import ChatEncoder
 from relay import Failed, Finished, Relay, Timing, drive
 from upstream import Part, ToolCall
 
@@ -73,7 +74,14 @@ def test_end_without_done_is_incomplete_and_keeps_a_cut_off_frame() -> None:
     relay = Relay(rec, FAST, now=0.0)
     relay.feed(wire("a")[0] + b'data: {"response":"b"}')
     assert relay.end() == b"TX"
-    assert rec.calls == [["a"], ["b"], Failed(code="upstream_incomplete", message="The model stream ended before the answer was complete.")]
+    assert rec.calls == [
+        ["a"],
+        ["b"],
+        Failed(
+            code="upstream_incomplete",
+            message="The model stream ended before the answer was complete.",
+        ),
+    ]
 
 
 def test_failure_mid_stream() -> None:
@@ -89,7 +97,9 @@ def test_crash_ends_with_an_internal_error_once() -> None:
     rec = Recorder()
     relay = Relay(rec, FAST, now=0.0)
     assert relay.crash(ValueError("bug")) == b"X"
-    assert rec.calls == [Failed(code="internal_error", message="The answer could not be completed.")]
+    assert rec.calls == [
+        Failed(code="internal_error", message="The answer could not be completed.")
+    ]
     assert relay.closed and relay.crash(ValueError("again")) == b""
 
 
@@ -120,7 +130,9 @@ def test_ticks_ping_after_silence_then_time_out() -> None:
     assert relay.tick(3.0) == b"P"
     assert relay.tick(3.5) == b""
     assert relay.tick(3.75) == b"X"
-    assert rec.calls[-1] == Failed(code="upstream_timeout", message="The model sent nothing for 2.5 seconds.")
+    assert rec.calls[-1] == Failed(
+        code="upstream_timeout", message="The model sent nothing for 2.5 seconds."
+    )
     assert relay.closed and relay.tick(9.0) == b""
 
 

@@ -8,7 +8,7 @@ import logging
 import pytest
 
 from chat_events import ChatEncoder
-from relay import Relay, Timing, relay_whole, OneShot
+from relay import OneShot, Relay, Timing, relay_whole
 from request_log import CURRENT, JsonLines, RequestLog, request_id
 
 NATIVE_DONE = (
@@ -34,7 +34,12 @@ def written(log: RequestLog) -> list[dict[str, object]]:
 
 def test_request_id_is_cf_ray_when_it_looks_like_one() -> None:
     assert request_id({"cf-ray": "8f1e2d3c4b5a6978-LHR"}) == "8f1e2d3c4b5a6978-LHR"
-    made = {request_id({}), request_id({"cf-ray": "a b"}), request_id({"cf-ray": "x\ny"}), request_id({"cf-ray": "a" * 65})}
+    made = {
+        request_id({}),
+        request_id({"cf-ray": "a b"}),
+        request_id({"cf-ray": "x\ny"}),
+        request_id({"cf-ray": "a" * 65}),
+    }
     assert len(made) == 4 and all(len(rid) == 16 and int(rid, 16) >= 0 for rid in made)
 
 
@@ -42,25 +47,47 @@ def test_request_id_is_cf_ray_when_it_looks_like_one() -> None:
     ("status", "body", "outcome", "code"),
     [
         (200, b'{"models": []}', "complete", None),
-        (400, b'{"error": "invalid_field", "message": "messages: ..."}', "rejected", "invalid_field"),
-        (429, b'{"error": {"message": "m", "type": "rate_limit_error", "param": null, "code": "rate_limited"}}', "rejected", "rate_limited"),
+        (
+            400,
+            b'{"error": "invalid_field", "message": "messages: ..."}',
+            "rejected",
+            "invalid_field",
+        ),
+        (
+            429,
+            b'{"error": {"message": "m", "type": "rate_limit_error", "param": null, "code": "rate_limited"}}',
+            "rejected",
+            "rate_limited",
+        ),
         (502, b'{"error": "upstream_error", "message": "m"}', "failed", "upstream_error"),
         (504, b'{"error": "upstream_timeout", "message": "m"}', "timed_out", "upstream_timeout"),
         (500, b"not json", "failed", None),
         (204, b"", "complete", None),
     ],
 )
-def test_a_whole_response_ends_the_request(status: int, body: bytes, outcome: str, code: str | None) -> None:
+def test_a_whole_response_ends_the_request(
+    status: int, body: bytes, outcome: str, code: str | None
+) -> None:
     log = record()
     log.responded(status, body, now=100.25)
     [line] = written(log)
-    assert (line["status"], line["outcome"], line["code"], line["ttfb_ms"], line["duration_ms"]) == (status, outcome, code, 250, 250)
+    assert (
+        line["status"],
+        line["outcome"],
+        line["code"],
+        line["ttfb_ms"],
+        line["duration_ms"],
+    ) == (status, outcome, code, 250, 250)
     assert line["level"] == ("error" if outcome == "failed" else "info")
 
 
 def test_a_whole_answer_carries_its_usage() -> None:
     log = record()
-    log.responded(200, b'{"choices": [], "usage": {"prompt_tokens": 5, "completion_tokens": 7, "total_tokens": 12}}', now=101.0)
+    log.responded(
+        200,
+        b'{"choices": [], "usage": {"prompt_tokens": 5, "completion_tokens": 7, "total_tokens": 12}}',
+        now=101.0,
+    )
     assert (log.tokens_in, log.tokens_out) == (5, 7)
 
 
@@ -68,11 +95,19 @@ def test_a_streamed_answer_that_completes() -> None:
     log, r = record(), relay()
     log.responded(200, None, now=100.01)
     assert log.outcome is None  # not yet: the stream has not ended
-    relay_whole(r, OneShot(result={"response": "Hi", "usage": {"prompt_tokens": 3, "completion_tokens": 1}}))
+    relay_whole(
+        r, OneShot(result={"response": "Hi", "usage": {"prompt_tokens": 3, "completion_tokens": 1}})
+    )
     assert r.first_output_at is not None
     log.relay_ended(r, client_gone=False, now=r.first_output_at + 0.5)
     [line] = written(log)
-    assert (line["outcome"], line["code"], line["tokens_in"], line["tokens_out"], line["malformed_frames"]) == ("complete", None, 3, 1, 0)
+    assert (
+        line["outcome"],
+        line["code"],
+        line["tokens_in"],
+        line["tokens_out"],
+        line["malformed_frames"],
+    ) == ("complete", None, 3, 1, 0)
     assert line["duration_ms"] == line["ttfb_ms"] + 500  # type: ignore[operator]
 
 
@@ -82,8 +117,18 @@ def test_a_stream_that_fails_writes_its_detail_first_with_the_same_id() -> None:
     r.fail(RuntimeError("connection reset"))
     log.relay_ended(r, client_gone=False, now=101.0)
     detail, line = written(log)
-    assert detail == {"message": "upstream stream ended abnormally: connection reset", "level": "warning", "logger": "relay", "request_id": "r1"}
-    assert (line["outcome"], line["code"], line["malformed_frames"], line["level"]) == ("failed", "upstream_error", 1, "error")
+    assert detail == {
+        "message": "upstream stream ended abnormally: connection reset",
+        "level": "warning",
+        "logger": "relay",
+        "request_id": "r1",
+    }
+    assert (line["outcome"], line["code"], line["malformed_frames"], line["level"]) == (
+        "failed",
+        "upstream_error",
+        1,
+        "error",
+    )
 
 
 def test_a_stream_that_times_out() -> None:
@@ -122,28 +167,61 @@ def test_log_records_become_json_lines_with_the_current_request_id() -> None:
     finally:
         logger.removeHandler(handler)
     assert [json.loads(line) for line in lines] == [
-        {"message": "env.AI.run('m') failed: 5000: boom", "level": "error", "logger": "test_request_log", "request_id": "r1"},
-        {"message": "outside a request", "level": "warning", "logger": "test_request_log", "request_id": None},
+        {
+            "message": "env.AI.run('m') failed: 5000: boom",
+            "level": "error",
+            "logger": "test_request_log",
+            "request_id": "r1",
+        },
+        {
+            "message": "outside a request",
+            "level": "warning",
+            "logger": "test_request_log",
+            "request_id": None,
+        },
     ]
 
 
 def test_cached_tokens_and_the_attempts_of_a_fallback() -> None:
     log, r = record(), relay()
     log.responded(200, None, now=100.01)
-    relay_whole(r, OneShot(result={"response": "Hi", "usage": {"prompt_tokens": 30, "completion_tokens": 1, "prompt_tokens_details": {"cached_tokens": 24}}}))
+    relay_whole(
+        r,
+        OneShot(
+            result={
+                "response": "Hi",
+                "usage": {
+                    "prompt_tokens": 30,
+                    "completion_tokens": 1,
+                    "prompt_tokens_details": {"cached_tokens": 24},
+                },
+            }
+        ),
+    )
     log.attempts += [("@cf/a/busy", 3040), ("@cf/b/free", None)]
     log.relay_ended(r, client_gone=False, now=101.0)
     [line] = written(log)
     assert (line["tokens_in"], line["tokens_cached"]) == (30, 24)
-    assert line["attempts"] == [{"model": "@cf/a/busy", "error": 3040}, {"model": "@cf/b/free", "error": None}]
+    assert line["attempts"] == [
+        {"model": "@cf/a/busy", "error": 3040},
+        {"model": "@cf/b/free", "error": None},
+    ]
 
 
 def test_one_attempt_and_no_cache_add_nothing_to_the_line() -> None:
     log = record()
     log.attempts.append(("@cf/a/one", None))
-    log.responded(200, b'{"usage": {"prompt_tokens": 5, "completion_tokens": 7, "total_tokens": 12}}', now=101.0)
+    log.responded(
+        200,
+        b'{"usage": {"prompt_tokens": 5, "completion_tokens": 7, "total_tokens": 12}}',
+        now=101.0,
+    )
     [line] = written(log)
     assert "attempts" not in line and "tokens_cached" not in line
     whole = record()
-    whole.responded(200, b'{"usage": {"prompt_tokens": 5, "prompt_tokens_details": {"cached_tokens": 4}}}', now=101.0)
+    whole.responded(
+        200,
+        b'{"usage": {"prompt_tokens": 5, "prompt_tokens_details": {"cached_tokens": 4}}}',
+        now=101.0,
+    )
     assert whole.tokens_cached == 4

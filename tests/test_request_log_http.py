@@ -9,7 +9,6 @@ from typing import Any
 
 import httpx
 import pytest
-
 from conftest import IDLE_LIMIT, Runtime, expected_tokens, expected_usage, start_runtime
 
 pytestmark = pytest.mark.runtime
@@ -25,7 +24,9 @@ def ray() -> str:
     return "test-" + uuid.uuid4().hex[:16]
 
 
-def lines_of(rt: Runtime, request_id: str, *, until: str = "request", timeout: float = 5.0) -> list[dict[str, Any]]:
+def lines_of(
+    rt: Runtime, request_id: str, *, until: str = "request", timeout: float = 5.0
+) -> list[dict[str, Any]]:
     """The Worker's JSON lines carrying this request id, once its request line is there."""
     deadline = time.monotonic() + timeout
     while True:
@@ -36,7 +37,9 @@ def lines_of(rt: Runtime, request_id: str, *, until: str = "request", timeout: f
         if any(item["message"] == until for item in found):
             return found
         if time.monotonic() > deadline:
-            raise AssertionError(f"no {until!r} line for {request_id} in {len(rt.log)} lines; found {found}")
+            raise AssertionError(
+                f"no {until!r} line for {request_id} in {len(rt.log)} lines; found {found}"
+            )
         time.sleep(0.02)
 
 
@@ -61,14 +64,27 @@ def test_a_complete_answer(runtime: Runtime) -> None:
     usage = expected_usage(messages)
     timings = {key: line.pop(key) for key in ("ttfb_ms", "duration_ms")}
     assert line == {
-        "message": "request", "level": "info", "request_id": rid, "method": "POST", "route": "/api/v1/chat",
-        "status": 200, "outcome": "complete", "code": None, "model": NATIVE,
-        "tokens_in": usage["prompt_tokens"], "tokens_out": usage["completion_tokens"], "reasoning_tokens": None,
-        "upstream_request_id": f"local-{call['id']}", "malformed_frames": 0,
+        "message": "request",
+        "level": "info",
+        "request_id": rid,
+        "method": "POST",
+        "route": "/api/v1/chat",
+        "status": 200,
+        "outcome": "complete",
+        "code": None,
+        "model": NATIVE,
+        "tokens_in": usage["prompt_tokens"],
+        "tokens_out": usage["completion_tokens"],
+        "reasoning_tokens": None,
+        "upstream_request_id": f"local-{call['id']}",
+        "malformed_frames": 0,
     }
     # The answer is paced at 5 ms a token: the first byte comes well before the end.
     answer_ms = 5 * (len(expected_tokens(messages)) - 1)
-    assert 0 < timings["ttfb_ms"] < timings["duration_ms"] and timings["duration_ms"] - timings["ttfb_ms"] >= answer_ms * 0.8, timings
+    assert (
+        0 < timings["ttfb_ms"] < timings["duration_ms"]
+        and timings["duration_ms"] - timings["ttfb_ms"] >= answer_ms * 0.8
+    ), timings
 
 
 def test_a_failure_before_streaming_logs_its_detail_on_its_own_line(runtime: Runtime) -> None:
@@ -76,10 +92,18 @@ def test_a_failure_before_streaming_logs_its_detail_on_its_own_line(runtime: Run
     response = chat(runtime, {"messages": user("[[fault:throw]] x")}, rid)
     assert response.status_code == 502 and response.json()["error"] == "upstream_error"
     lines = lines_of(runtime, rid)
-    assert [(line["message"] == "request", line.get("level")) for line in lines] == [(False, "error"), (True, "error")], lines
+    assert [(line["message"] == "request", line.get("level")) for line in lines] == [
+        (False, "error"),
+        (True, "error"),
+    ], lines
     assert "5000: The built-in model refused (fault:throw)" in lines[0]["message"]
     line = lines[1]
-    assert (line["status"], line["outcome"], line["code"], line["model"]) == (502, "failed", "upstream_error", NATIVE)
+    assert (line["status"], line["outcome"], line["code"], line["model"]) == (
+        502,
+        "failed",
+        "upstream_error",
+        NATIVE,
+    )
     assert line["upstream_request_id"] == f"local-{runtime.last_call()['id']}"
     assert line["ttfb_ms"] == line["duration_ms"]
 
@@ -97,7 +121,10 @@ def test_malformed_frames_are_counted(runtime: Runtime) -> None:
     chat(runtime, {"messages": messages}, rid)
     line = request_line(runtime, rid)
     # local/model.mjs sends one malformed frame first, then one after every second token.
-    assert (line["outcome"], line["malformed_frames"]) == ("complete", 1 + len(expected_tokens(messages)) // 2)
+    assert (line["outcome"], line["malformed_frames"]) == (
+        "complete",
+        1 + len(expected_tokens(messages)) // 2,
+    )
 
 
 def test_a_timeout(runtime: Runtime) -> None:
@@ -116,42 +143,74 @@ def test_the_client_going_away(runtime: Runtime) -> None:
         with client.stream("POST", "/api/v1/chat", json=body, headers={"cf-ray": rid}) as response:
             next(response.iter_raw())
     line = request_line(runtime, rid)
-    assert (line["status"], line["outcome"], line["code"], line["tokens_out"]) == (200, "client_gone", None, None)
+    assert (line["status"], line["outcome"], line["code"], line["tokens_out"]) == (
+        200,
+        "client_gone",
+        None,
+        None,
+    )
 
 
 @pytest.mark.parametrize(
     ("path", "body", "status", "code"),
     [
         ("/api/v1/chat", {"messages": []}, 400, "invalid_field"),
-        ("/v1/chat/completions", {"model": NATIVE, "messages": user("x"), "functions": []}, 400, "unsupported_parameter"),
+        (
+            "/v1/chat/completions",
+            {"model": NATIVE, "messages": user("x"), "functions": []},
+            400,
+            "unsupported_parameter",
+        ),
         ("/api/v1/nope", {}, 404, "not_found"),
     ],
 )
-def test_a_rejected_request(runtime: Runtime, path: str, body: dict[str, Any], status: int, code: str) -> None:
+def test_a_rejected_request(
+    runtime: Runtime, path: str, body: dict[str, Any], status: int, code: str
+) -> None:
     rid = ray()
     with runtime.client() as client:
         response = client.post(path, json=body, headers={"cf-ray": rid})
     assert (response.status_code, response.headers["x-request-id"]) == (status, rid)
     line = request_line(runtime, rid)
-    assert (line["status"], line["outcome"], line["code"], line["model"]) == (status, "rejected", code, None)
+    assert (line["status"], line["outcome"], line["code"], line["model"]) == (
+        status,
+        "rejected",
+        code,
+        None,
+    )
 
 
 def test_without_cf_ray_an_id_is_made_and_returned(runtime: Runtime) -> None:
     with runtime.client() as client:
         first = client.get("/api/v1/models").headers["x-request-id"]
-        second = client.get("/api/v1/models", headers={"cf-ray": "bad id\twith tab"}).headers["x-request-id"]
-    assert len(first) == len(second) == 16 and first != second and int(first, 16) >= 0 and int(second, 16) >= 0
+        second = client.get("/api/v1/models", headers={"cf-ray": "bad id\twith tab"}).headers[
+            "x-request-id"
+        ]
+    assert (
+        len(first) == len(second) == 16
+        and first != second
+        and int(first, 16) >= 0
+        and int(second, 16) >= 0
+    )
     assert request_line(runtime, first)["route"] == "/api/v1/models"
 
 
 def test_the_non_streamed_openai_answer_carries_its_usage(runtime: Runtime) -> None:
     rid, messages = ray(), user("whole")
     with runtime.client() as client:
-        response = client.post("/v1/chat/completions", json={"model": NATIVE, "messages": messages}, headers={"cf-ray": rid})
+        response = client.post(
+            "/v1/chat/completions",
+            json={"model": NATIVE, "messages": messages},
+            headers={"cf-ray": rid},
+        )
     assert response.status_code == 200
     line = request_line(runtime, rid)
     usage = expected_usage(messages)
-    assert (line["outcome"], line["tokens_in"], line["tokens_out"]) == ("complete", usage["prompt_tokens"], usage["completion_tokens"])
+    assert (line["outcome"], line["tokens_in"], line["tokens_out"]) == (
+        "complete",
+        usage["prompt_tokens"],
+        usage["completion_tokens"],
+    )
 
 
 def test_no_message_text_or_key_reaches_any_log_line(capfd: pytest.CaptureFixture[str]) -> None:
@@ -161,13 +220,30 @@ def test_no_message_text_or_key_reaches_any_log_line(capfd: pytest.CaptureFixtur
     try:
         auth = {"authorization": f"Bearer {key}", "x-api-key": key}
         with rt.client(headers=auth) as client:
-            for text in ("", "[[fault:throw]] ", "[[fault:midstream]] ", "[[fault:malformed]] ", "[[fault:stall]] ", "[[error:5021]] "):
+            for text in (
+                "",
+                "[[fault:throw]] ",
+                "[[fault:midstream]] ",
+                "[[fault:malformed]] ",
+                "[[fault:stall]] ",
+                "[[error:5021]] ",
+            ):
                 client.post("/api/v1/chat", json={"messages": user(text + marker)})
-                client.post("/v1/chat/completions", json={"model": NATIVE, "messages": user(text + marker)})
-            client.post("/v1/chat/completions", json={"model": NATIVE, "messages": user(marker), marker: 1})
+                client.post(
+                    "/v1/chat/completions", json={"model": NATIVE, "messages": user(text + marker)}
+                )
+            client.post(
+                "/v1/chat/completions", json={"model": NATIVE, "messages": user(marker), marker: 1}
+            )
             client.post("/api/v1/chat", json={"messages": [{"role": marker, "content": marker}]})
-            client.post("/api/v1/chat", content=marker.encode(), headers={"content-type": "application/json"})
-            with client.stream("POST", "/api/v1/chat", json={"messages": user("[[pace:100]] " + marker)}) as response:
+            client.post(
+                "/api/v1/chat",
+                content=marker.encode(),
+                headers={"content-type": "application/json"},
+            )
+            with client.stream(
+                "POST", "/api/v1/chat", json={"messages": user("[[pace:100]] " + marker)}
+            ) as response:
                 next(response.iter_raw())
         assert len(rt.calls()) == 12 + 1  # every model call reached the model, with the marker
         time.sleep(1.0)  # the last lines (client gone) are written when the relay ends
@@ -186,7 +262,12 @@ def test_health_on_workerd_makes_no_model_call(runtime: Runtime) -> None:
         response = client.get("/api/v1/health")
     assert response.status_code == 200 and len(response.headers["x-request-id"]) == 16
     assert response.json() == {
-        "status": "ok", "version": "0.2.0", "environment": "development", "kill_switch": "off",
-        "settings": "ok", "bindings": ["AI", "CONVERSATIONS", "KEY_RATE_LIMITER", "RATE_LIMITER"], "catalog": "live",
+        "status": "ok",
+        "version": "0.2.0",
+        "environment": "development",
+        "kill_switch": "off",
+        "settings": "ok",
+        "bindings": ["AI", "CONVERSATIONS", "KEY_RATE_LIMITER", "RATE_LIMITER"],
+        "catalog": "live",
     }
     assert len(runtime.calls()) == calls

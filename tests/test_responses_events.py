@@ -18,16 +18,31 @@ def encoder(stream: bool = True) -> ResponsesEncoder:
 
 
 def event(kind: str, seq: int, body: str) -> bytes:
-    return ('event: %s\ndata: {"type":"%s","sequence_number":%d,%s}\n\n' % (kind, kind, seq, body)).encode()
+    return (
+        'event: %s\ndata: {"type":"%s","sequence_number":%d,%s}\n\n' % (kind, kind, seq, body)
+    ).encode()
 
 
-def snapshot(status: str, output: str = "[]", usage: str = "null", rest: str = '"error":null,"incomplete_details":null') -> str:
-    return '"response":{%s,"status":"%s",%s,"output":%s,"usage":%s}' % (HEAD, status, rest, output, usage)
+def snapshot(
+    status: str,
+    output: str = "[]",
+    usage: str = "null",
+    rest: str = '"error":null,"incomplete_details":null',
+) -> str:
+    return '"response":{%s,"status":"%s",%s,"output":%s,"usage":%s}' % (
+        HEAD,
+        status,
+        rest,
+        output,
+        usage,
+    )
 
 
 def test_start_is_created_then_in_progress() -> None:
     assert encoder().start() == (
-        event("response.created", 0, snapshot("in_progress")) + event("response.in_progress", 1, snapshot("in_progress")))
+        event("response.created", 0, snapshot("in_progress"))
+        + event("response.in_progress", 1, snapshot("in_progress"))
+    )
 
 
 def test_reasoning_then_text_then_completed_with_usage() -> None:
@@ -36,29 +51,63 @@ def test_reasoning_then_text_then_completed_with_usage() -> None:
     rs = '"item_id":"rs_1_0","output_index":0,"content_index":0'
     msg = '"item_id":"msg_1_1","output_index":1,"content_index":0'
     assert e.parts([(THINKING, "hm"), (THINKING, " ok"), (TEXT, "A\n")]) == (
-        event("response.output_item.added", 2, '"output_index":0,"item":{"id":"rs_1_0","type":"reasoning","summary":[],"content":[],"status":"in_progress"}')
-        + event("response.content_part.added", 3, rs + ',"part":{"type":"reasoning_text","text":""}')
+        event(
+            "response.output_item.added",
+            2,
+            '"output_index":0,"item":{"id":"rs_1_0","type":"reasoning","summary":[],"content":[],"status":"in_progress"}',
+        )
+        + event(
+            "response.content_part.added", 3, rs + ',"part":{"type":"reasoning_text","text":""}'
+        )
         + event("response.reasoning_text.delta", 4, rs + ',"delta":"hm"')
         + event("response.reasoning_text.delta", 5, rs + ',"delta":" ok"')
         + event("response.reasoning_text.done", 6, rs + ',"text":"hm ok"')
-        + event("response.content_part.done", 7, rs + ',"part":{"type":"reasoning_text","text":"hm ok"}')
-        + event("response.output_item.done", 8, '"output_index":0,"item":{"id":"rs_1_0","type":"reasoning","summary":[],"content":[{"type":"reasoning_text","text":"hm ok"}],"status":"completed"}')
-        + event("response.output_item.added", 9, '"output_index":1,"item":{"id":"msg_1_1","type":"message","status":"in_progress","content":[],"role":"assistant"}')
-        + event("response.content_part.added", 10, msg + ',"part":{"type":"output_text","annotations":[],"logprobs":[],"text":""}')
+        + event(
+            "response.content_part.done", 7, rs + ',"part":{"type":"reasoning_text","text":"hm ok"}'
+        )
+        + event(
+            "response.output_item.done",
+            8,
+            '"output_index":0,"item":{"id":"rs_1_0","type":"reasoning","summary":[],"content":[{"type":"reasoning_text","text":"hm ok"}],"status":"completed"}',
+        )
+        + event(
+            "response.output_item.added",
+            9,
+            '"output_index":1,"item":{"id":"msg_1_1","type":"message","status":"in_progress","content":[],"role":"assistant"}',
+        )
+        + event(
+            "response.content_part.added",
+            10,
+            msg + ',"part":{"type":"output_text","annotations":[],"logprobs":[],"text":""}',
+        )
         + event("response.output_text.delta", 11, msg + ',"delta":"A\\n","logprobs":[]')
     )
-    assert e.parts([(TEXT, "é")]) == event("response.output_text.delta", 12, msg + ',"delta":"\\u00e9","logprobs":[]')
+    assert e.parts([(TEXT, "é")]) == event(
+        "response.output_text.delta", 12, msg + ',"delta":"\\u00e9","logprobs":[]'
+    )
     text_part = '{"type":"output_text","annotations":[],"logprobs":[],"text":"A\\n\\u00e9"}'
-    message = '{"id":"msg_1_1","type":"message","status":"completed","content":[%s],"role":"assistant"}' % text_part
+    message = (
+        '{"id":"msg_1_1","type":"message","status":"completed","content":[%s],"role":"assistant"}'
+        % text_part
+    )
     reasoning = '{"id":"rs_1_0","type":"reasoning","summary":[],"content":[{"type":"reasoning_text","text":"hm ok"}],"status":"completed"}'
-    usage = ('{"input_tokens":3,"input_tokens_details":{"cached_tokens":0},"output_tokens":4,'
-             '"output_tokens_details":{"reasoning_tokens":0},"total_tokens":7}')
-    done = e.finished(Finished(stop_reason="stop", usage={"prompt_tokens": 3, "completion_tokens": 4, "total_tokens": 7}))
+    usage = (
+        '{"input_tokens":3,"input_tokens_details":{"cached_tokens":0},"output_tokens":4,'
+        '"output_tokens_details":{"reasoning_tokens":0},"total_tokens":7}'
+    )
+    done = e.finished(
+        Finished(
+            stop_reason="stop",
+            usage={"prompt_tokens": 3, "completion_tokens": 4, "total_tokens": 7},
+        )
+    )
     assert done == (
         event("response.output_text.done", 13, msg + ',"text":"A\\n\\u00e9","logprobs":[]')
         + event("response.content_part.done", 14, msg + ',"part":' + text_part)
         + event("response.output_item.done", 15, '"output_index":1,"item":' + message)
-        + event("response.completed", 16, snapshot("completed", "[%s,%s]" % (reasoning, message), usage))
+        + event(
+            "response.completed", 16, snapshot("completed", "[%s,%s]" % (reasoning, message), usage)
+        )
     )
     assert e.response is not None and e.failure is None
     assert json.loads(done.split(b"data: ")[-1])["response"] == e.response
@@ -72,13 +121,21 @@ def test_a_tool_call_in_pieces_ends_with_the_answer() -> None:
     out += e.tool_calls([ToolCall(index=0, arguments='ty":"P"}')])
     item = '"id":"fc_1_0","type":"function_call","status":"%s","arguments":"%s","call_id":"call_9","name":"get_weather"'
     assert out == (
-        event("response.output_item.added", 2, '"output_index":0,"item":{%s}' % (item % ("in_progress", "")))
+        event(
+            "response.output_item.added",
+            2,
+            '"output_index":0,"item":{%s}' % (item % ("in_progress", "")),
+        )
         + event("response.function_call_arguments.delta", 3, fc + ',"delta":"{\\"ci"')
         + event("response.function_call_arguments.delta", 4, fc + ',"delta":"ty\\":\\"P\\"}"')
     )
     whole = item % ("completed", '{\\"city\\":\\"P\\"}')
     assert e.finished(Finished(stop_reason="tool_calls", usage=None)) == (
-        event("response.function_call_arguments.done", 5, fc + ',"name":"get_weather","arguments":"{\\"city\\":\\"P\\"}"')
+        event(
+            "response.function_call_arguments.done",
+            5,
+            fc + ',"name":"get_weather","arguments":"{\\"city\\":\\"P\\"}"',
+        )
         + event("response.output_item.done", 6, '"output_index":0,"item":{%s}' % whole)
         + event("response.completed", 7, snapshot("completed", "[{%s}]" % whole))
     )
@@ -96,15 +153,31 @@ def test_a_length_cut_is_incomplete_and_a_failure_is_failed() -> None:
     e.parts([(TEXT, "a")])
     out = e.finished(Finished(stop_reason="length", usage=None))
     assert b'"status":"incomplete","content":[' in out
-    assert out.endswith(event("response.incomplete", 6, snapshot(
-        "incomplete", '[{"id":"msg_1_0","type":"message","status":"incomplete","content":[{"type":"output_text","annotations":[],"logprobs":[],"text":"a"}],"role":"assistant"}]',
-        rest='"error":null,"incomplete_details":{"reason":"max_output_tokens"}')))
+    assert out.endswith(
+        event(
+            "response.incomplete",
+            6,
+            snapshot(
+                "incomplete",
+                '[{"id":"msg_1_0","type":"message","status":"incomplete","content":[{"type":"output_text","annotations":[],"logprobs":[],"text":"a"}],"role":"assistant"}]',
+                rest='"error":null,"incomplete_details":{"reason":"max_output_tokens"}',
+            ),
+        )
+    )
     e = encoder()
     e.parts([(TEXT, "a")])
     out = e.failed(Failed(code="upstream_error", message="The model stream failed."))
-    assert out.endswith(event("response.failed", 6, snapshot(
-        "failed", '[{"id":"msg_1_0","type":"message","status":"incomplete","content":[{"type":"output_text","annotations":[],"logprobs":[],"text":"a"}],"role":"assistant"}]',
-        rest='"error":{"code":"upstream_error","message":"The model stream failed."},"incomplete_details":null')))
+    assert out.endswith(
+        event(
+            "response.failed",
+            6,
+            snapshot(
+                "failed",
+                '[{"id":"msg_1_0","type":"message","status":"incomplete","content":[{"type":"output_text","annotations":[],"logprobs":[],"text":"a"}],"role":"assistant"}]',
+                rest='"error":{"code":"upstream_error","message":"The model stream failed."},"incomplete_details":null',
+            ),
+        )
+    )
     assert e.failure == Failed(code="upstream_error", message="The model stream failed.")
 
 
@@ -112,9 +185,22 @@ def test_not_streamed_it_writes_nothing_and_keeps_the_same_response() -> None:
     streamed, whole = encoder(), encoder(stream=False)
     outputs = []
     for e in (streamed, whole):
-        outputs.append(e.start() + e.parts([(THINKING, "t"), (TEXT, "x")]) + e.ping()
-                       + e.tool_calls([ToolCall(index=0, id="c", name="f", arguments="{}")])
-                       + e.finished(Finished(stop_reason="tool_calls", usage={"prompt_tokens": 1, "completion_tokens": 2, "total_tokens": 3})))
+        outputs.append(
+            e.start()
+            + e.parts([(THINKING, "t"), (TEXT, "x")])
+            + e.ping()
+            + e.tool_calls([ToolCall(index=0, id="c", name="f", arguments="{}")])
+            + e.finished(
+                Finished(
+                    stop_reason="tool_calls",
+                    usage={"prompt_tokens": 1, "completion_tokens": 2, "total_tokens": 3},
+                )
+            )
+        )
     assert outputs[1] == b"" and b": ping\n\n" in outputs[0]
     assert streamed.response == whole.response
-    assert whole.response is not None and [o["type"] for o in whole.response["output"]] == ["reasoning", "message", "function_call"]
+    assert whole.response is not None and [o["type"] for o in whole.response["output"]] == [
+        "reasoning",
+        "message",
+        "function_call",
+    ]

@@ -14,24 +14,41 @@ import httpx
 import openai
 import pytest
 from agents import Agent, OpenAIResponsesModel, Runner, function_tool, set_tracing_disabled
-
 from conftest import Runtime, assert_stopped, expected_tokens, expected_usage
 
 pytestmark = pytest.mark.runtime
 
 GEMMA = "@cf/google/gemma-4-26b-a4b-it"
 GPT_OSS = "@cf/openai/gpt-oss-20b"
-WEATHER: Any = {"type": "function", "name": "get_weather", "description": "Weather in a city",
-                "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}
+WEATHER: Any = {
+    "type": "function",
+    "name": "get_weather",
+    "description": "Weather in a city",
+    "parameters": {
+        "type": "object",
+        "properties": {"city": {"type": "string"}},
+        "required": ["city"],
+    },
+}
 # What a message item's events look like around its deltas, and a reasoning item's.
 MESSAGE_OPEN = ["response.output_item.added", "response.content_part.added"]
-MESSAGE_CLOSE = ["response.output_text.done", "response.content_part.done", "response.output_item.done"]
-REASONING_CLOSE = ["response.reasoning_text.done", "response.content_part.done", "response.output_item.done"]
+MESSAGE_CLOSE = [
+    "response.output_text.done",
+    "response.content_part.done",
+    "response.output_item.done",
+]
+REASONING_CLOSE = [
+    "response.reasoning_text.done",
+    "response.content_part.done",
+    "response.output_item.done",
+]
 
 
 @pytest.fixture
 def client(runtime: Runtime) -> Iterator[openai.OpenAI]:
-    with openai.OpenAI(base_url=runtime.url + "/v1", api_key="unused", max_retries=0, timeout=30) as c:
+    with openai.OpenAI(
+        base_url=runtime.url + "/v1", api_key="unused", max_retries=0, timeout=30
+    ) as c:
         yield c
 
 
@@ -40,19 +57,30 @@ def answer(text: str, *earlier: dict[str, str]) -> str:
 
 
 @pytest.mark.parametrize("model", [GEMMA, GPT_OSS])
-def test_not_streamed_output_text_and_usage(client: openai.OpenAI, runtime: Runtime, model: str) -> None:
+def test_not_streamed_output_text_and_usage(
+    client: openai.OpenAI, runtime: Runtime, model: str
+) -> None:
     said = "[[pace:0]] hello responses"
-    response = client.responses.create(model=model, input=said, instructions="be brief", max_output_tokens=200)
+    response = client.responses.create(
+        model=model, input=said, instructions="be brief", max_output_tokens=200
+    )
     system = {"role": "system", "content": "be brief"}
     assert (response.object, response.status, response.model) == ("response", "completed", model)
     assert response.output_text == answer(said, system)
     assert [item.type for item in response.output] == ["message"]
     usage = expected_usage([system, {"role": "user", "content": said}])
     assert response.usage is not None
-    assert (response.usage.input_tokens, response.usage.output_tokens, response.usage.total_tokens) == (
-        usage["prompt_tokens"], usage["completion_tokens"], usage["total_tokens"])
+    assert (
+        response.usage.input_tokens,
+        response.usage.output_tokens,
+        response.usage.total_tokens,
+    ) == (usage["prompt_tokens"], usage["completion_tokens"], usage["total_tokens"])
     sent = runtime.last_call()["inputs"]
-    assert sent == {"messages": [system, {"role": "user", "content": said}], "stream": True, "max_tokens": 200}, sent
+    assert sent == {
+        "messages": [system, {"role": "user", "content": said}],
+        "stream": True,
+        "max_tokens": 200,
+    }, sent
 
 
 def test_reasoning_is_a_reasoning_item_before_the_message(client: openai.OpenAI) -> None:
@@ -62,24 +90,39 @@ def test_reasoning_is_a_reasoning_item_before_the_message(client: openai.OpenAI)
     assert reasoning.type == "reasoning" and reasoning.content is not None
     assert [(c.type, c.text) for c in reasoning.content] == [("reasoning_text", "Let me think")]
     assert message.type == "message" and response.output_text == answer(said)
-    assert response.usage is not None and response.usage.output_tokens == len(expected_tokens([{"role": "user", "content": said}])) + 3
+    assert (
+        response.usage is not None
+        and response.usage.output_tokens
+        == len(expected_tokens([{"role": "user", "content": said}])) + 3
+    )
 
 
-def test_streamed_events_in_the_order_the_sdk_parses_numbered_from_zero(client: openai.OpenAI) -> None:
+def test_streamed_events_in_the_order_the_sdk_parses_numbered_from_zero(
+    client: openai.OpenAI,
+) -> None:
     said = "[[pace:1]] [[think:2]] stream it"
     events = list(client.responses.create(model=GPT_OSS, input=said, stream=True))
     tokens = expected_tokens([{"role": "user", "content": said}])
     kinds = [e.type for e in events]
-    expected = (["response.created", "response.in_progress"]
-                + MESSAGE_OPEN + ["response.reasoning_text.delta"] * 2 + REASONING_CLOSE
-                + MESSAGE_OPEN + ["response.output_text.delta"] * len(tokens) + MESSAGE_CLOSE + ["response.completed"])
+    expected = (
+        ["response.created", "response.in_progress"]
+        + MESSAGE_OPEN
+        + ["response.reasoning_text.delta"] * 2
+        + REASONING_CLOSE
+        + MESSAGE_OPEN
+        + ["response.output_text.delta"] * len(tokens)
+        + MESSAGE_CLOSE
+        + ["response.completed"]
+    )
     assert kinds == expected, f"got {kinds}"
     assert [e.sequence_number for e in events] == list(range(len(events)))
     assert [e.delta for e in events if e.type == "response.output_text.delta"] == tokens
     assert "".join(e.delta for e in events if e.type == "response.reasoning_text.delta") == "Let me"
     completed = events[-1]
     assert completed.type == "response.completed"
-    assert completed.response.output_text == "".join(tokens) and completed.response.usage is not None
+    assert (
+        completed.response.output_text == "".join(tokens) and completed.response.usage is not None
+    )
     assert len({e.response.id for e in events if hasattr(e, "response")}) == 1
 
 
@@ -93,7 +136,9 @@ def test_the_sdks_stream_helper_accumulates_the_final_response(client: openai.Op
 
 
 @pytest.mark.parametrize(("model", "stream"), [(GEMMA, False), (GPT_OSS, True)])
-def test_a_function_call_loop(client: openai.OpenAI, runtime: Runtime, model: str, stream: bool) -> None:
+def test_a_function_call_loop(
+    client: openai.OpenAI, runtime: Runtime, model: str, stream: bool
+) -> None:
     """function_call -> function_call_output -> answer, the items sent back as the SDK gave them."""
     items: list[Any] = [{"role": "user", "content": "[[pace:0]] [[tool:get_weather]] Paris"}]
     first: openai.types.responses.Response
@@ -105,19 +150,35 @@ def test_a_function_call_loop(client: openai.OpenAI, runtime: Runtime, model: st
     else:
         first = client.responses.create(model=model, input=items, tools=[WEATHER])
     calls = [o for o in first.output if o.type == "function_call"]
-    assert [(c.name, json.loads(c.arguments)) for c in calls] == [("get_weather", {"city": "Paris"})], first.output
+    assert [(c.name, json.loads(c.arguments)) for c in calls] == [
+        ("get_weather", {"city": "Paris"})
+    ], first.output
     assert first.status == "completed" and first.output_text == ""
     sent = runtime.last_call()["inputs"]
-    assert sent["tools"] == [{"type": "function", "function": {k: v for k, v in WEATHER.items() if k != "type"}}]
+    assert sent["tools"] == [
+        {"type": "function", "function": {k: v for k, v in WEATHER.items() if k != "type"}}
+    ]
     items += first.output
-    items.append({"type": "function_call_output", "call_id": calls[0].call_id, "output": "sunny, 21 C"})
+    items.append(
+        {"type": "function_call_output", "call_id": calls[0].call_id, "output": "sunny, 21 C"}
+    )
     second = client.responses.create(model=model, input=items, tools=[WEATHER])
     assert second.output_text == f"The tool {calls[0].call_id} said: sunny, 21 C."
     sent = runtime.last_call()["inputs"]["messages"]
     assert sent[1:] == [
-        {"role": "assistant", "content": "", "tool_calls": [
-            {"id": calls[0].call_id, "type": "function", "function": {"name": "get_weather", "arguments": calls[0].arguments}}]},
-        {"role": "tool", "content": "sunny, 21 C", "tool_call_id": calls[0].call_id}], sent
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [
+                {
+                    "id": calls[0].call_id,
+                    "type": "function",
+                    "function": {"name": "get_weather", "arguments": calls[0].arguments},
+                }
+            ],
+        },
+        {"role": "tool", "content": "sunny, 21 C", "tool_call_id": calls[0].call_id},
+    ], sent
 
 
 def test_the_agents_sdk_runs_a_tool_and_sends_the_reasoning_back(runtime: Runtime) -> None:
@@ -134,7 +195,9 @@ def test_the_agents_sdk_runs_a_tool_and_sends_the_reasoning_back(runtime: Runtim
     events: list[str] = []
 
     async def main() -> tuple[object, object]:
-        client = openai.AsyncOpenAI(base_url=runtime.url + "/v1", api_key="unused", max_retries=0, timeout=30)
+        client = openai.AsyncOpenAI(
+            base_url=runtime.url + "/v1", api_key="unused", max_retries=0, timeout=30
+        )
         model = OpenAIResponsesModel(model=GPT_OSS, openai_client=client)
         agent = Agent(name="weather", instructions="be brief", model=model, tools=[get_weather])
         done = await Runner.run(agent, "[[pace:0]] [[think:2]] [[tool:get_weather]] Paris")
@@ -149,7 +212,13 @@ def test_the_agents_sdk_runs_a_tool_and_sends_the_reasoning_back(runtime: Runtim
     before = len(runtime.calls())
     done, streamed = asyncio.run(main())
     # what the SDK makes of the output: the reasoning item is its own ReasoningItem
-    assert items == ["ReasoningItem", "ToolCallItem", "ToolCallOutputItem", "ReasoningItem", "MessageOutputItem"], items
+    assert items == [
+        "ReasoningItem",
+        "ToolCallItem",
+        "ToolCallOutputItem",
+        "ReasoningItem",
+        "MessageOutputItem",
+    ], items
     assert events == ["reasoning_item_created", "message_output_created"], events
     calls = runtime.calls()[before:]
     assert ran == ["Paris"]
@@ -167,8 +236,12 @@ def test_stateless_requests_are_refused_saying_why(client: openai.OpenAI, runtim
     before = len(runtime.calls())
     with pytest.raises(openai.BadRequestError) as info:
         client.responses.create(model=GEMMA, input="x", previous_response_id="resp_1")
-    assert info.value.body == {"message": "previous_response_id: not supported: this service stores nothing: send the whole conversation in input",
-                               "type": "invalid_request_error", "param": "previous_response_id", "code": "unsupported_parameter"}
+    assert info.value.body == {
+        "message": "previous_response_id: not supported: this service stores nothing: send the whole conversation in input",
+        "type": "invalid_request_error",
+        "param": "previous_response_id",
+        "code": "unsupported_parameter",
+    }
     with pytest.raises(openai.BadRequestError) as info:
         client.responses.create(model=GEMMA, input="x", store=True)
     assert info.value.code == "unsupported_parameter" and "store" in info.value.message
@@ -180,14 +253,29 @@ def test_stop_strings_and_a_json_format(client: openai.OpenAI, runtime: Runtime)
     text = answer(said)
     cut = client.responses.create(model=GEMMA, input=said, extra_body={"stop": ["built-in"]})
     assert cut.output_text == text[: text.index("built-in")] and cut.status == "completed"
-    schema: Any = {"type": "json_schema", "name": "answer", "schema": {"type": "object", "properties": {"answer": {"type": "string"}}}}
-    shaped = client.responses.create(model=GEMMA, input="[[pace:0]] json please", text={"format": schema})
+    schema: Any = {
+        "type": "json_schema",
+        "name": "answer",
+        "schema": {"type": "object", "properties": {"answer": {"type": "string"}}},
+    }
+    shaped = client.responses.create(
+        model=GEMMA, input="[[pace:0]] json please", text={"format": schema}
+    )
     assert json.loads(shaped.output_text) == {"answer": answer("[[pace:0]] json please")}
-    assert runtime.last_call()["inputs"]["response_format"] == {"type": "json_schema", "json_schema": schema["schema"]}
+    assert runtime.last_call()["inputs"]["response_format"] == {
+        "type": "json_schema",
+        "json_schema": schema["schema"],
+    }
 
 
-def test_a_failure_mid_stream_is_response_failed_and_a_502_when_whole(client: openai.OpenAI) -> None:
-    events = list(client.responses.create(model=GEMMA, input="[[fault:midstream]] [[pace:0]] boom", stream=True))
+def test_a_failure_mid_stream_is_response_failed_and_a_502_when_whole(
+    client: openai.OpenAI,
+) -> None:
+    events = list(
+        client.responses.create(
+            model=GEMMA, input="[[fault:midstream]] [[pace:0]] boom", stream=True
+        )
+    )
     failed = events[-1]
     assert failed.type == "response.failed", [e.type for e in events]
     assert failed.response.error is not None and failed.response.error.code == "upstream_error"  # type: ignore[comparison-overlap]
@@ -195,12 +283,23 @@ def test_a_failure_mid_stream_is_response_failed_and_a_502_when_whole(client: op
     with pytest.raises(openai.APIStatusError) as info:
         client.responses.create(model=GEMMA, input="[[fault:midstream]] [[pace:0]] boom")
     assert info.value.status_code == 502 and info.value.body == {
-        "message": "The model stream failed.", "type": "server_error", "param": None, "code": "upstream_error"}
+        "message": "The model stream failed.",
+        "type": "server_error",
+        "param": None,
+        "code": "upstream_error",
+    }
 
 
 def test_a_client_that_leaves_stops_the_model(runtime: Runtime) -> None:
-    body = {"model": GEMMA, "input": "[[pace:40]] [[tokens:200]] long answer please", "stream": True}
-    with httpx.Client(base_url=runtime.url, timeout=30) as http, http.stream("POST", "/v1/responses", json=body) as r:
+    body = {
+        "model": GEMMA,
+        "input": "[[pace:40]] [[tokens:200]] long answer please",
+        "stream": True,
+    }
+    with (
+        httpx.Client(base_url=runtime.url, timeout=30) as http,
+        http.stream("POST", "/v1/responses", json=body) as r,
+    ):
         assert r.status_code == 200
         seen = 0
         for chunk in r.iter_raw():
@@ -208,6 +307,8 @@ def test_a_client_that_leaves_stops_the_model(runtime: Runtime) -> None:
             if seen >= 3:
                 break
         left = time.time() * 1000
-    call = runtime.wait_for(lambda c: c["clientClosedAt"] is not None or c["finishedAt"] is not None)
+    call = runtime.wait_for(
+        lambda c: c["clientClosedAt"] is not None or c["finishedAt"] is not None
+    )
     # A generous bound (a shared 2-core machine); test_runtime_http holds the tight one.
     assert_stopped(call, left_at_ms=left, within_ms=1000)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import select
+import itertools
 import socket
 import time
 from collections.abc import Iterator
@@ -11,9 +11,16 @@ from typing import Any
 
 import httpx
 import pytest
-
 from cases import CASES
-from conftest import IDLE_LIMIT, assert_stopped, Runtime, expected_tokens, expected_usage, expected_wire, parse_sse
+from conftest import (
+    IDLE_LIMIT,
+    Runtime,
+    assert_stopped,
+    expected_tokens,
+    expected_usage,
+    expected_wire,
+    parse_sse,
+)
 
 pytestmark = pytest.mark.runtime
 
@@ -34,7 +41,7 @@ def post(rt: Runtime, body: dict[str, object]) -> httpx.Response:
 
 @pytest.mark.parametrize("model", [NATIVE, OPENAI_SHAPED])
 def test_complete_answer_exact_bytes(runtime: Runtime, model: str) -> None:
-    messages = convo("[[pace:1]] Tell me about édge & \"quotes\" 🌍")
+    messages = convo('[[pace:1]] Tell me about édge & "quotes" 🌍')
     response = post(runtime, {"messages": messages, "model": model})
     assert response.status_code == 200
     assert response.headers["content-type"] == "text/event-stream; charset=utf-8"
@@ -52,16 +59,28 @@ def test_complete_answer_exact_bytes(runtime: Runtime, model: str) -> None:
 @pytest.mark.parametrize("model", [NATIVE, OPENAI_SHAPED])
 def test_max_tokens_is_passed_and_a_cut_answer_says_length(runtime: Runtime, model: str) -> None:
     messages = convo("[[pace:0]] count")
-    events = parse_sse(post(runtime, {"messages": messages, "model": model, "max_tokens": 3}).content)
-    assert [data["text"] for name, data in events if name == "content_block_delta"] == expected_tokens(messages)[:3]  # type: ignore[index]
+    events = parse_sse(
+        post(runtime, {"messages": messages, "model": model, "max_tokens": 3}).content
+    )
+    texts = [data["text"] for name, data in events if name == "content_block_delta"]  # type: ignore[index]
+    assert texts == expected_tokens(messages)[:3]
     prompt = expected_usage(messages)["prompt_tokens"]
-    assert events[-2] == ("message_stop", {"stop_reason": "length", "usage": {"prompt_tokens": prompt, "completion_tokens": 3, "total_tokens": prompt + 3}})
+    assert events[-2] == (
+        "message_stop",
+        {
+            "stop_reason": "length",
+            "usage": {"prompt_tokens": prompt, "completion_tokens": 3, "total_tokens": prompt + 3},
+        },
+    )
     assert runtime.last_call()["inputs"]["max_tokens"] == 3
 
 
 def test_events_arrive_spread_out_at_the_model_pace(runtime: Runtime) -> None:
     arrivals: list[float] = []
-    with runtime.client() as client, client.stream("POST", "/api/v1/chat", json={"messages": convo("[[pace:30]] pace me")}) as r:
+    with (
+        runtime.client() as client,
+        client.stream("POST", "/api/v1/chat", json={"messages": convo("[[pace:30]] pace me")}) as r,
+    ):
         buffer = b""
         for chunk in r.iter_raw():
             buffer += chunk
@@ -74,13 +93,16 @@ def test_events_arrive_spread_out_at_the_model_pace(runtime: Runtime) -> None:
     span = arrivals[-1] - arrivals[0]
     # 30 ms per token: at least half of the ideal spread, so nothing was buffered to the end.
     assert span >= 0.5 * 0.030 * (n - 1), span
-    gaps = [b - a for a, b in zip(arrivals, arrivals[1:])]
+    gaps = [b - a for a, b in itertools.pairwise(arrivals)]
     assert sum(g > 0.010 for g in gaps) >= 0.7 * len(gaps)
 
 
 def disconnect_after(runtime: Runtime, text: str, events: int) -> tuple[dict[str, Any], float]:
     """Read `events` deltas, then leave; returns the model's record and when we left (epoch ms)."""
-    with runtime.client() as client, client.stream("POST", "/api/v1/chat", json={"messages": convo(text)}) as r:
+    with (
+        runtime.client() as client,
+        client.stream("POST", "/api/v1/chat", json={"messages": convo(text)}) as r,
+    ):
         assert r.status_code == 200
         seen = 0
         for chunk in r.iter_raw():
@@ -88,11 +110,15 @@ def disconnect_after(runtime: Runtime, text: str, events: int) -> tuple[dict[str
             if seen >= events:
                 break
         left = time.time() * 1000
-    call = runtime.wait_for(lambda c: c["clientClosedAt"] is not None or c["finishedAt"] is not None)
+    call = runtime.wait_for(
+        lambda c: c["clientClosedAt"] is not None or c["finishedAt"] is not None
+    )
     return call, left
 
 
-def test_disconnect_closes_the_model_connection_within_100ms_and_nothing_follows(runtime: Runtime) -> None:
+def test_disconnect_closes_the_model_connection_within_100ms_and_nothing_follows(
+    runtime: Runtime,
+) -> None:
     latencies = []
     for _ in range(5):
         call, left = disconnect_after(runtime, "[[pace:40]] [[tokens:200]] long answer please", 3)
@@ -100,7 +126,9 @@ def test_disconnect_closes_the_model_connection_within_100ms_and_nothing_follows
         latencies.append(call["clientClosedAt"] - left)
         time.sleep(0.15)  # longer than a token: a frame written after the close would show now
         assert runtime.calls()[-1]["chunksSent"] == call["chunksAtClose"]
-    print(f"\nclient gone -> model connection closed (ms): {sorted(round(x, 1) for x in latencies)}")
+    print(
+        f"\nclient gone -> model connection closed (ms): {sorted(round(x, 1) for x in latencies)}"
+    )
 
 
 FAULTS = {
@@ -143,7 +171,9 @@ def test_fault_modes_end_in_their_terminal_events(runtime: Runtime, model: str, 
         "[[wire:eof]] [[pace:0]]",  # no chunked framing: many frames in one read
     ],
 )
-def test_frames_split_or_joined_anywhere_give_the_same_answer(runtime: Runtime, model: str, wire: str) -> None:
+def test_frames_split_or_joined_anywhere_give_the_same_answer(
+    runtime: Runtime, model: str, wire: str
+) -> None:
     messages = convo(f"{wire} ünïcode ✓ split")
     response = post(runtime, {"messages": messages, "model": model})
     assert response.content == expected_wire(messages), (wire, model, response.content[:300])
@@ -160,7 +190,9 @@ def test_a_whole_answer_instead_of_a_stream_is_relayed_as_one_delta(runtime: Run
     ]
 
 
-def test_a_model_that_never_answers_is_a_504_at_the_idle_limit_and_its_call_is_closed(runtime: Runtime) -> None:
+def test_a_model_that_never_answers_is_a_504_at_the_idle_limit_and_its_call_is_closed(
+    runtime: Runtime,
+) -> None:
     """run() raced against a JS timer (UPSTREAM_TIMEOUT_SECONDS, 3 s here), cleared once run()
     answers; on the timer, the handler returns and workerd closes the model's connection."""
     started = time.monotonic()
@@ -168,7 +200,9 @@ def test_a_model_that_never_answers_is_a_504_at_the_idle_limit_and_its_call_is_c
     took = time.monotonic() - started
     assert response.status_code == 504, response.text
     assert response.json()["error"] == "upstream_timeout", response.text
-    assert IDLE_LIMIT * 0.8 < took < IDLE_LIMIT * 4, f"answered after {took:.2f} s; the limit is {IDLE_LIMIT} s"
+    assert IDLE_LIMIT * 0.8 < took < IDLE_LIMIT * 4, (
+        f"answered after {took:.2f} s; the limit is {IDLE_LIMIT} s"
+    )
     call = runtime.wait_for(lambda c: c["clientClosedAt"] is not None)
     assert call["finishedAt"] is None, call
 
@@ -176,11 +210,18 @@ def test_a_model_that_never_answers_is_a_504_at_the_idle_limit_and_its_call_is_c
 def test_throw_before_streaming_is_502_without_detail(runtime: Runtime) -> None:
     response = post(runtime, {"messages": convo("[[fault:throw]]")})
     assert response.status_code == 502
-    assert response.json() == {"error": "upstream_error", "message": "The model could not be reached."}
+    assert response.json() == {
+        "error": "upstream_error",
+        "message": "The model could not be reached.",
+    }
 
 
-@pytest.mark.parametrize(("name", "ctype", "raw", "status", "code", "needle"), CASES, ids=[c[0] for c in CASES])
-def test_bad_input_over_http(runtime: Runtime, name: str, ctype: str | None, raw: bytes, status: int, code: str, needle: str) -> None:
+@pytest.mark.parametrize(
+    ("name", "ctype", "raw", "status", "code", "needle"), CASES, ids=[c[0] for c in CASES]
+)
+def test_bad_input_over_http(
+    runtime: Runtime, name: str, ctype: str | None, raw: bytes, status: int, code: str, needle: str
+) -> None:
     headers = {"content-type": ctype} if ctype else {}
     with runtime.client() as client:
         response = client.post("/api/v1/chat", content=raw, headers=headers)
@@ -198,7 +239,9 @@ def test_oversized_chunked_body_is_refused_without_content_length(runtime: Runti
         yield b'"}]}'
 
     with runtime.client() as client:
-        response = client.post("/api/v1/chat", content=chunks(), headers={"content-type": "application/json"})
+        response = client.post(
+            "/api/v1/chat", content=chunks(), headers={"content-type": "application/json"}
+        )
     assert response.status_code == 413
     assert response.json()["error"] == "body_too_large"
 
@@ -235,13 +278,44 @@ def test_routes_methods_and_models(runtime: Runtime) -> None:
             "default": NATIVE,
             "reasoning": [OPENAI_SHAPED, GLM],
             "capabilities": {
-                NATIVE: {"context_window": 256_000, "vision": True, "tools": True, "reasoning": False, "paid_plan": False},
-                FAST: {"context_window": 128_000, "vision": False, "tools": False, "reasoning": False, "paid_plan": False},
-                OPENAI_SHAPED: {"context_window": 128_000, "vision": False, "tools": True, "reasoning": True, "paid_plan": False},
-                GLM: {"context_window": 131_072, "vision": False, "tools": True, "reasoning": True, "paid_plan": False},
+                NATIVE: {
+                    "context_window": 256_000,
+                    "vision": True,
+                    "tools": True,
+                    "reasoning": False,
+                    "paid_plan": False,
+                },
+                FAST: {
+                    "context_window": 128_000,
+                    "vision": False,
+                    "tools": False,
+                    "reasoning": False,
+                    "paid_plan": False,
+                },
+                OPENAI_SHAPED: {
+                    "context_window": 128_000,
+                    "vision": False,
+                    "tools": True,
+                    "reasoning": True,
+                    "paid_plan": False,
+                },
+                GLM: {
+                    "context_window": 131_072,
+                    "vision": False,
+                    "tools": True,
+                    "reasoning": True,
+                    "paid_plan": False,
+                },
             },
-            "limits": {"max_messages": 1000, "max_message_chars": 1_000_000, "max_body_bytes": 5_730_304, "max_images": 8,
-                       "max_image_bytes": 3_145_728, "max_tokens_limit": 4096, "default_max_tokens": 1024},
+            "limits": {
+                "max_messages": 1000,
+                "max_message_chars": 1_000_000,
+                "max_body_bytes": 5_730_304,
+                "max_images": 8,
+                "max_image_bytes": 3_145_728,
+                "max_tokens_limit": 4096,
+                "default_max_tokens": 1024,
+            },
             "version": "0.2.0",
         }
         page = client.get("/")
@@ -281,8 +355,14 @@ def test_leaving_before_the_first_token_stops_the_model(runtime: Runtime) -> Non
 def test_every_ending_releases_every_proxy(runtime: Runtime) -> None:
     """done, error, timeout, incomplete, cancel, non-streamed and a pre-stream 502."""
     before = runtime.stats()
-    for text in ["[[pace:0]] done", "[[fault:midstream]] [[pace:0]] x", "[[fault:stall]] [[pace:0]] x",
-                 "[[fault:nodone]] [[pace:0]] x", "[[fault:nostream]] x", "[[fault:throw]] x"]:
+    for text in [
+        "[[pace:0]] done",
+        "[[fault:midstream]] [[pace:0]] x",
+        "[[fault:stall]] [[pace:0]] x",
+        "[[fault:nodone]] [[pace:0]] x",
+        "[[fault:nostream]] x",
+        "[[fault:throw]] x",
+    ]:
         post(runtime, {"messages": convo(text)})
     disconnect_after(runtime, "[[pace:50]] cut", 1)
     deadline = time.monotonic() + 3
@@ -310,8 +390,11 @@ async def one_stream(client: httpx.AsyncClient, i: int, cancel: bool) -> str | N
     want = expected_wire(messages)
     if raw == want:
         return None
-    at = next((k for k, (a, b) in enumerate(zip(raw, want)) if a != b), min(len(raw), len(want)))
-    return f"stream {i}: {len(raw)} bytes, wanted {len(want)}; first difference at byte {at}: got {raw[at:at + 80]!r}, wanted {want[at:at + 80]!r}"
+    at = next(
+        (k for k, (a, b) in enumerate(zip(raw, want, strict=False)) if a != b),
+        min(len(raw), len(want)),
+    )
+    return f"stream {i}: {len(raw)} bytes, wanted {len(want)}; first difference at byte {at}: got {raw[at : at + 80]!r}, wanted {want[at : at + 80]!r}"
 
 
 def failures(results: list[str | None]) -> list[str]:
@@ -320,7 +403,9 @@ def failures(results: list[str | None]) -> list[str]:
 
 def test_fifty_concurrent_streams_all_complete(runtime: Runtime) -> None:
     async def main() -> list[str | None]:
-        async with httpx.AsyncClient(base_url=runtime.url, timeout=30, limits=httpx.Limits(max_connections=60)) as client:
+        async with httpx.AsyncClient(
+            base_url=runtime.url, timeout=30, limits=httpx.Limits(max_connections=60)
+        ) as client:
             return await asyncio.gather(*(one_stream(client, i, False) for i in range(50)))
 
     assert failures(asyncio.run(main())) == []
@@ -329,7 +414,9 @@ def test_fifty_concurrent_streams_all_complete(runtime: Runtime) -> None:
 def test_five_hundred_streams_half_cancelled_leak_nothing(runtime: Runtime) -> None:
     async def batch(start: int) -> list[str | None]:
         async with httpx.AsyncClient(base_url=runtime.url, timeout=30) as client:
-            return await asyncio.gather(*(one_stream(client, i, i % 2 == 1) for i in range(start, start + 50)))
+            return await asyncio.gather(
+                *(one_stream(client, i, i % 2 == 1) for i in range(start, start + 50))
+            )
 
     async def run(n: int) -> list[str]:
         return [f for start in range(0, n, 50) for f in failures(await batch(start))]
@@ -345,7 +432,9 @@ def test_five_hundred_streams_half_cancelled_leak_nothing(runtime: Runtime) -> N
     assert after["created"] == after["destroyed"], after
     grown_objects = after["py_objects"] - before["py_objects"]
     grown_wasm = after["wasm_memory_bytes"] - before["wasm_memory_bytes"]
-    print(f"\n500 streams: {grown_objects:+d} Python objects, {grown_wasm / 1e6:+.1f} MB Wasm memory; stats {after}")
+    print(
+        f"\n500 streams: {grown_objects:+d} Python objects, {grown_wasm / 1e6:+.1f} MB Wasm memory; stats {after}"
+    )
     assert grown_objects < 2000, (before, after)
     assert grown_wasm <= 16 * 2**20, (before, after)
 
@@ -357,6 +446,7 @@ def test_clients_leaving_while_others_stream_close_their_upstreams(runtime: Runt
     Measured on workerd: with many streams at once, request.signal reaches the Worker for only a
     few of the leavers, and a TransformStream's cancel() hardly ever; the old pipe closed 5 of
     50 upstreams at 25 at once (bench/RESULTS.md). The body writer's `closed` is what tells."""
+
     async def one(client: httpx.AsyncClient, i: int) -> str | None:
         leaves = i % 2 == 1
         tag = f"leaver-{i}" if leaves else f"stayer-{i}"
@@ -369,24 +459,42 @@ def test_clients_leaving_while_others_stream_close_their_upstreams(runtime: Runt
                 raw += chunk
                 if leaves and b"content_block_delta" in raw:
                     return None
-        return None if raw.endswith(b"event: done\ndata: {}\n\n") else f"{tag}: ended with {raw[-120:]!r}"
+        return (
+            None
+            if raw.endswith(b"event: done\ndata: {}\n\n")
+            else f"{tag}: ended with {raw[-120:]!r}"
+        )
 
     async def main() -> list[str | None]:
-        async with httpx.AsyncClient(base_url=runtime.url, timeout=30, limits=httpx.Limits(max_connections=30)) as client:
+        async with httpx.AsyncClient(
+            base_url=runtime.url, timeout=30, limits=httpx.Limits(max_connections=30)
+        ) as client:
             return await asyncio.gather(*(one(client, i) for i in range(24)))
 
     assert failures(asyncio.run(main())) == []
     deadline = time.monotonic() + 3  # a missed cancel would run on for 2 s, to the answer's end
     while True:
-        calls = {c["inputs"]["messages"][-1]["content"].split()[-1]: c for c in runtime.calls()[-24:]}
+        calls = {
+            c["inputs"]["messages"][-1]["content"].split()[-1]: c for c in runtime.calls()[-24:]
+        }
         leavers = {tag: c for tag, c in calls.items() if tag.startswith("leaver-")}
-        open_ = [tag for tag, c in leavers.items() if c["clientClosedAt"] is None and c["finishedAt"] is None]
+        open_ = [
+            tag
+            for tag, c in leavers.items()
+            if c["clientClosedAt"] is None and c["finishedAt"] is None
+        ]
         if not open_ or time.monotonic() > deadline:
             break
         time.sleep(0.05)
     assert len(leavers) == 12, sorted(calls)
-    ran_on = {tag: (c["chunksAtClose"], c["chunksTotal"]) for tag, c in leavers.items() if c["clientClosedAt"] is None}
-    assert ran_on == {}, f"upstreams read to the end (or still open) after their client left: {ran_on}"
+    ran_on = {
+        tag: (c["chunksAtClose"], c["chunksTotal"])
+        for tag, c in leavers.items()
+        if c["clientClosedAt"] is None
+    }
+    assert ran_on == {}, (
+        f"upstreams read to the end (or still open) after their client left: {ran_on}"
+    )
     for c in leavers.values():
         assert_stopped(c)
     deadline = time.monotonic() + 3

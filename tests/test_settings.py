@@ -1,13 +1,24 @@
 import pytest
 
-from settings import BODY_TIMEOUT_DEFAULT, DEFAULT_MODELS, Lookup, SettingsError, body_timeout, chat_disabled, load
+from settings import (
+    BODY_TIMEOUT_DEFAULT,
+    DEFAULT_MODELS,
+    Lookup,
+    SettingsError,
+    body_timeout,
+    chat_disabled,
+    load,
+)
 
 
 def env(values: dict[str, str]) -> Lookup:
     return values.get
 
 
-@pytest.mark.parametrize(("value", "disabled"), [("1", True), (None, False), ("0", False), ("true", False), (" 1", False), ("", False)])
+@pytest.mark.parametrize(
+    ("value", "disabled"),
+    [("1", True), (None, False), ("0", False), ("true", False), (" 1", False), ("", False)],
+)
 def test_kill_switch_is_exactly_one(value: str | None, disabled: bool) -> None:
     assert chat_disabled(env({"AI_CHAT_DISABLED": value} if value is not None else {})) is disabled
 
@@ -16,8 +27,17 @@ def test_defaults() -> None:
     s = load(env({}))
     assert s.models == DEFAULT_MODELS and s.default_model == DEFAULT_MODELS[0]
     # the body a 256k-token window needs (6 bytes a token) plus 4 MiB of images
-    assert (s.default_max_tokens, s.max_tokens_limit, s.max_body_bytes) == (1024, 4096, 256_000 * 6 + 4 * 1024 * 1024)
-    assert (s.max_messages, s.max_message_chars, s.ping_after, s.give_up_after) == (1000, 1_000_000, 15.0, 60.0)
+    assert (s.default_max_tokens, s.max_tokens_limit, s.max_body_bytes) == (
+        1024,
+        4096,
+        256_000 * 6 + 4 * 1024 * 1024,
+    )
+    assert (s.max_messages, s.max_message_chars, s.ping_after, s.give_up_after) == (
+        1000,
+        1_000_000,
+        15.0,
+        60.0,
+    )
     assert (s.max_images, s.max_image_bytes) == (8, 3 * 1024 * 1024)
     # a model whose window is unknown here counts as 128k tokens
     assert load(env({"AI_MODELS": "@cf/x/unknown"})).max_body_bytes == 128_000 * 6 + 4 * 1024 * 1024
@@ -36,11 +56,17 @@ def test_lists_are_trimmed() -> None:
         ({"AI_MODELS": "a", "AI_DEFAULT_MODEL": "b"}, "AI_DEFAULT_MODEL='b' is not in AI_MODELS"),
         ({"MAX_MESSAGES": "many"}, "MAX_MESSAGES='many' is not a int"),
         ({"MAX_BODY_BYTES": "1"}, "MAX_BODY_BYTES='1' must be between"),
-        ({"AI_MAX_TOKENS_LIMIT": "100", "AI_MAX_TOKENS_DEFAULT": "200"}, "AI_MAX_TOKENS_DEFAULT='200'"),
+        (
+            {"AI_MAX_TOKENS_LIMIT": "100", "AI_MAX_TOKENS_DEFAULT": "200"},
+            "AI_MAX_TOKENS_DEFAULT='200'",
+        ),
         ({"STREAM_PING_SECONDS": "nan"}, "STREAM_PING_SECONDS='nan'"),
         ({"BODY_TIMEOUT_SECONDS": "0"}, "BODY_TIMEOUT_SECONDS='0' must be between"),
         ({"BODY_TIMEOUT_SECONDS": "soon"}, "BODY_TIMEOUT_SECONDS='soon' is not a float"),
-        ({"AI_FALLBACK_MODELS": "@cf/a/b, llama"}, "AI_FALLBACK_MODELS='@cf/a/b, llama': 'llama' is not a Workers AI model id"),
+        (
+            {"AI_FALLBACK_MODELS": "@cf/a/b, llama"},
+            "AI_FALLBACK_MODELS='@cf/a/b, llama': 'llama' is not a Workers AI model id",
+        ),
         ({"AI_GATEWAY_CACHE_TTL": "1h"}, "AI_GATEWAY_CACHE_TTL='1h' is not a int"),
     ],
 )

@@ -5,7 +5,6 @@ global fails the save ("Can't serialize top-level variable"), so saving is itsel
 from __future__ import annotations
 
 import pytest
-
 from conftest import expected_wire, start_runtime
 
 pytestmark = pytest.mark.runtime
@@ -17,7 +16,9 @@ def test_a_chat_is_served_from_a_saved_snapshot() -> None:
     try:
         assert saved.ready["snapshot"] == "save"
         with saved.client() as client:
-            assert client.post("/api/v1/chat", json={"messages": messages}).content == expected_wire(messages)
+            assert client.post(
+                "/api/v1/chat", json={"messages": messages}
+            ).content == expected_wire(messages)
     finally:
         saved.stop()
     loaded = start_runtime("--snapshot", "load")

@@ -14,7 +14,10 @@ from sse import PING, ServerSentEvent, event
         (ServerSentEvent(data="a\r\nb\rc"), b"data: a\ndata: b\ndata: c\n\n"),
         (ServerSentEvent(data="a\n"), b"data: a\ndata: \n\n"),
         (ServerSentEvent(event="done", data="{}"), b"event: done\ndata: {}\n\n"),
-        (ServerSentEvent(id="7", event="e", data="d", retry=10), b"id: 7\nevent: e\nretry: 10\ndata: d\n\n"),
+        (
+            ServerSentEvent(id="7", event="e", data="d", retry=10),
+            b"id: 7\nevent: e\nretry: 10\ndata: d\n\n",
+        ),
         (ServerSentEvent(comment="ping"), b": ping\n\n"),
         (ServerSentEvent(comment="a\nb"), b": a\n: b\n\n"),
         (ServerSentEvent(data="é"), "data: é\n\n".encode()),
@@ -40,7 +43,10 @@ def test_nul_in_id_and_negative_retry_are_refused() -> None:
 
 
 def test_event_helper_matches_the_value_type() -> None:
-    assert event("message_stop", '{"a":1}') == ServerSentEvent(event="message_stop", data='{"a":1}').encode()
+    assert (
+        event("message_stop", '{"a":1}')
+        == ServerSentEvent(event="message_stop", data='{"a":1}').encode()
+    )
     assert event("x", "a\nb") == b"event: x\ndata: a\ndata: b\n\n"
     with pytest.raises(ValueError, match="event"):
         event("bad\nname", "{}")

@@ -104,7 +104,10 @@ def test_held_text_never_outgrows_the_longest_stop() -> None:
 def test_bad_stops_name_the_field(value: object, field: str, needle: str) -> None:
     with pytest.raises(ApiError) as info:
         parse_stop("stop", value)
-    assert (info.value.code, info.value.param) == ("invalid_field", field) and needle in info.value.message
+    assert (info.value.code, info.value.param) == (
+        "invalid_field",
+        field,
+    ) and needle in info.value.message
 
 
 def test_stop_values() -> None:
@@ -145,7 +148,11 @@ def frame(text: str) -> bytes:
 
 
 def openai_frame(delta: dict[str, str]) -> bytes:
-    return b"data: " + json.dumps({"choices": [{"index": 0, "delta": delta, "finish_reason": None}]}).encode() + b"\n\n"
+    return (
+        b"data: "
+        + json.dumps({"choices": [{"index": 0, "delta": delta, "finish_reason": None}]}).encode()
+        + b"\n\n"
+    )
 
 
 def text_of(parts: list[Part], kind: str = TEXT) -> str:
@@ -184,4 +191,7 @@ def test_held_text_is_released_before_a_failure() -> None:
     relay = Relay(encoder, TIMING, now=0, stops=("END",))  # type: ignore[arg-type]
     relay.feed(frame("so E"))
     relay.fail("network")
-    assert text_of(encoder.seen) == "so E" and getattr(encoder.ending, "code", None) == "upstream_error"
+    assert (
+        text_of(encoder.seen) == "so E"
+        and getattr(encoder.ending, "code", None) == "upstream_error"
+    )

@@ -1,6 +1,6 @@
 import pytest
-
 from fakes import merged
+
 from think_tags import TEXT, THINKING, Part, ThinkTags
 
 

@@ -12,7 +12,10 @@ def encoder(call_prefix: str | None = None) -> UIMessageEncoder:
 
 
 def test_start_names_the_message_and_opens_a_step() -> None:
-    assert encoder().start() == b'data: {"type":"start","messageId":"msg_1"}\n\ndata: {"type":"start-step"}\n\n'
+    assert (
+        encoder().start()
+        == b'data: {"type":"start","messageId":"msg_1"}\n\ndata: {"type":"start-step"}\n\n'
+    )
 
 
 def test_reasoning_then_text_each_a_part_of_its_own() -> None:
@@ -25,7 +28,12 @@ def test_reasoning_then_text_each_a_part_of_its_own() -> None:
         b'data: {"type":"text-delta","id":"text-1","delta":"A"}\n\n'
         b'data: {"type":"text-delta","id":"text-1","delta":"\\n\\u00e9"}\n\n'
     )
-    assert e.finished(Finished(stop_reason="stop", usage={"prompt_tokens": 2, "completion_tokens": 3, "total_tokens": 5})) == (
+    assert e.finished(
+        Finished(
+            stop_reason="stop",
+            usage={"prompt_tokens": 2, "completion_tokens": 3, "total_tokens": 5},
+        )
+    ) == (
         b'data: {"type":"text-end","id":"text-1"}\n\n'
         b'data: {"type":"finish-step"}\n\n'
         b'data: {"type":"finish","finishReason":"stop","messageMetadata":{"model":"@cf/m",'
@@ -36,7 +44,9 @@ def test_reasoning_then_text_each_a_part_of_its_own() -> None:
 
 def test_a_tool_call_streams_its_input_and_is_available_at_the_end() -> None:
     e = encoder()
-    out = e.parts([(TEXT, "x")]) + e.tool_calls([ToolCall(index=0, id="call_9", name="get_weather", arguments='{"city":')])
+    out = e.parts([(TEXT, "x")]) + e.tool_calls(
+        [ToolCall(index=0, id="call_9", name="get_weather", arguments='{"city":')]
+    )
     out += e.tool_calls([ToolCall(index=0, arguments='"P"}'), ToolCall(index=1, name="f")])
     assert out == (
         b'data: {"type":"text-start","id":"text-0"}\n\n'
@@ -58,7 +68,10 @@ def test_a_tool_call_streams_its_input_and_is_available_at_the_end() -> None:
 
 def test_calls_without_an_id_take_the_answers_own_prefix() -> None:
     e = encoder(call_prefix="ab")
-    assert e.tool_calls([ToolCall(index=0, name="f")]) == b'data: {"type":"tool-input-start","toolCallId":"call_ab_0","toolName":"f"}\n\n'
+    assert (
+        e.tool_calls([ToolCall(index=0, name="f")])
+        == b'data: {"type":"tool-input-start","toolCallId":"call_ab_0","toolName":"f"}\n\n'
+    )
 
 
 def test_arguments_that_are_not_json_are_a_tool_input_error() -> None:

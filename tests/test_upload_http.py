@@ -17,7 +17,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 from conftest import Runtime, start_runtime
 
 DRAIN_MAX_BYTES = 16 * 2**20  # jsbody.DRAIN_MAX_BYTES (jsbody imports js: not on the host)
@@ -37,12 +36,16 @@ def test_a_client_gone_mid_upload_is_a_quiet_end(runtime: Runtime) -> None:
     sock = raw_request(
         runtime,
         b"POST /api/v1/chat HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-        b"Content-Length: 5000\r\n\r\n" + b'{"messages": [{"role": "user", "content": "' + b"x" * 100,
+        b"Content-Length: 5000\r\n\r\n"
+        + b'{"messages": [{"role": "user", "content": "'
+        + b"x" * 100,
     )
     time.sleep(0.2)
     sock.close()
     deadline = time.monotonic() + 5
-    while time.monotonic() < deadline and not any('"code":"client_gone"' in line for line in runtime.log[seen:]):
+    while time.monotonic() < deadline and not any(
+        '"code":"client_gone"' in line for line in runtime.log[seen:]
+    ):
         time.sleep(0.05)
     lines = runtime.log[seen:]
     assert any('"code":"client_gone"' in line for line in lines), lines
@@ -56,7 +59,9 @@ def workerd_cpu_seconds(rt: Runtime) -> float:
             fields = stat.read_text().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        if int(fields[1]) == rt.process.pid and "workerd" in (stat.parent / "cmdline").read_bytes().decode(errors="replace"):
+        if int(fields[1]) == rt.process.pid and "workerd" in (
+            stat.parent / "cmdline"
+        ).read_bytes().decode(errors="replace"):
             return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
     pytest.skip("no workerd child process found in /proc")
 
@@ -69,7 +74,10 @@ def test_a_body_in_one_byte_chunks_costs_bytes_not_chunks(runtime: Runtime) -> N
     body = json.dumps({"messages": [{"role": "user", "content": content}] * 7}).encode()
     assert 55_000 < len(body) < 65_536
     cpu_before = workerd_cpu_seconds(runtime)
-    sock = raw_request(runtime, b"POST /api/v1/chat HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n")
+    sock = raw_request(
+        runtime,
+        b"POST /api/v1/chat HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n",
+    )
     started = time.monotonic()
     for byte in body:
         sock.sendall(b"1\r\n%c\r\n" % byte)
@@ -88,7 +96,9 @@ def test_a_body_in_one_byte_chunks_costs_bytes_not_chunks(runtime: Runtime) -> N
 # --- the body's deadline ------------------------------------------------------------------
 
 DEADLINE = 3  # BODY_TIMEOUT_SECONDS of the runtime below: short, so the tests are too
-TIMEOUT_APP = b'{"error": "body_timeout", "message": "The request body did not arrive within 3 seconds."}'
+TIMEOUT_APP = (
+    b'{"error": "body_timeout", "message": "The request body did not arrive within 3 seconds."}'
+)
 TIMEOUT_V1 = (
     b'{"error": {"message": "The request body did not arrive within 3 seconds.", '
     b'"type": "invalid_request_error", "param": null, "code": "body_timeout"}}'
@@ -104,13 +114,19 @@ def timed() -> Iterator[Runtime]:
 
 
 def head_of(path: str, framing: bytes, content_type: bytes = b"application/json") -> bytes:
-    return b"POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: %s\r\n%s\r\n\r\n" % (path.encode(), content_type, framing)
+    return b"POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: %s\r\n%s\r\n\r\n" % (
+        path.encode(),
+        content_type,
+        framing,
+    )
 
 
 class Trickle:
     """A client that sends its body one byte a second and reads whatever comes back meanwhile."""
 
-    def __init__(self, rt: Runtime, path: str, framing: bytes, content_type: bytes = b"application/json") -> None:
+    def __init__(
+        self, rt: Runtime, path: str, framing: bytes, content_type: bytes = b"application/json"
+    ) -> None:
         self.sock = raw_request(rt, head_of(path, framing, content_type))
         self.sock.setblocking(False)
         self.chunked = b"chunked" in framing
@@ -168,13 +184,17 @@ def body_of(response: bytes) -> bytes:
         ("/v1/chat/completions", b"Transfer-Encoding: chunked", TIMEOUT_V1),
     ],
 )
-def test_a_body_sent_one_byte_a_second_gets_408_at_the_deadline(timed: Runtime, path: str, framing: bytes, expected: bytes) -> None:
+def test_a_body_sent_one_byte_a_second_gets_408_at_the_deadline(
+    timed: Runtime, path: str, framing: bytes, expected: bytes
+) -> None:
     calls = len(timed.calls())
     client = Trickle(timed, path, framing)
     trickle_all([client], DEADLINE + 15)
     assert client.received.startswith(b"HTTP/1.1 408 "), client.received[:200]
     assert body_of(client.received) == expected
-    assert client.answered_at is not None and DEADLINE - 0.5 < client.answered_at < DEADLINE + 5, client.answered_at
+    assert client.answered_at is not None and DEADLINE - 0.5 < client.answered_at < DEADLINE + 5, (
+        client.answered_at
+    )
     assert client.closed_at is not None, "the server kept the connection after its 408"
     assert len(timed.calls()) == calls, "a request without its body reached the model"
 
@@ -184,14 +204,24 @@ def test_many_slow_connections_are_answered_and_released(timed: Runtime) -> None
     clients = [Trickle(timed, "/api/v1/chat", b"Content-Length: 1000") for _ in range(30)]
     trickle_all(clients, DEADLINE + 20)
     answered = [c.answered_at for c in clients]
-    assert all(c.received.startswith(b"HTTP/1.1 408 ") for c in clients), [c.received[:40] for c in clients]
+    assert all(c.received.startswith(b"HTTP/1.1 408 ") for c in clients), [
+        c.received[:40] for c in clients
+    ]
     assert all(a is not None and a < DEADLINE + 8 for a in answered), answered
     closed = [c.closed_at for c in clients]
-    assert all(t is not None and t < DEADLINE + 12 for t in closed), f"connections still held: {closed}"
+    assert all(t is not None and t < DEADLINE + 12 for t in closed), (
+        f"connections still held: {closed}"
+    )
     deadline = time.monotonic() + 5
-    while time.monotonic() < deadline and sum('"code":"body_timeout"' in line for line in timed.log[seen:]) < 30:
+    while (
+        time.monotonic() < deadline
+        and sum('"code":"body_timeout"' in line for line in timed.log[seen:]) < 30
+    ):
         time.sleep(0.05)
-    assert sum('"status":408' in line and '"code":"body_timeout"' in line for line in timed.log[seen:]) == 30
+    assert (
+        sum('"status":408' in line and '"code":"body_timeout"' in line for line in timed.log[seen:])
+        == 30
+    )
 
 
 # --- answers given before the body was read ---------------------------------------------
@@ -202,7 +232,9 @@ SEVEN_MB = json.dumps({"messages": [{"role": "user", "content": "x" * 7_000_000}
 
 def urllib_post(rt: Runtime, body: bytes | Iterator[bytes], headers: dict[str, str]) -> int | str:
     """Python's urllib writes the whole body before it reads a byte of the answer."""
-    request = urllib.request.Request(rt.url + "/api/v1/chat", data=body, headers=headers, method="POST")
+    request = urllib.request.Request(
+        rt.url + "/api/v1/chat", data=body, headers=headers, method="POST"
+    )
     try:
         with urllib.request.urlopen(request, timeout=30) as response:
             return int(response.status)
@@ -219,13 +251,25 @@ def pieces(body: bytes) -> Iterator[bytes]:
 
 @pytest.mark.parametrize(
     ("content_type", "chunked", "status"),
-    [("application/json", False, 413), ("application/json", True, 413), ("text/plain", False, 415), ("text/plain", True, 415)],
+    [
+        ("application/json", False, 413),
+        ("application/json", True, 413),
+        ("text/plain", False, 415),
+        ("text/plain", True, 415),
+    ],
 )
-def test_urllib_posting_7_mb_gets_the_answer_every_time(runtime: Runtime, content_type: str, chunked: bool, status: int) -> None:
+def test_urllib_posting_7_mb_gets_the_answer_every_time(
+    runtime: Runtime, content_type: str, chunked: bool, status: int
+) -> None:
     """Answered without reading the body, the runtime reset the connection with the body
     unread, and urllib saw a connection error 10 times out of 10 (issue 22)."""
-    headers = {"Content-Type": content_type, **({"Transfer-Encoding": "chunked"} if chunked else {})}
-    results = [urllib_post(runtime, pieces(SEVEN_MB) if chunked else SEVEN_MB, headers) for _ in range(10)]
+    headers = {
+        "Content-Type": content_type,
+        **({"Transfer-Encoding": "chunked"} if chunked else {}),
+    }
+    results = [
+        urllib_post(runtime, pieces(SEVEN_MB) if chunked else SEVEN_MB, headers) for _ in range(10)
+    ]
     assert results == [status] * 10
 
 
@@ -258,7 +302,9 @@ def test_the_drain_is_bounded_by_bytes(runtime: Runtime) -> None:
             sent += len(piece)
     sock.close()
     assert received.startswith(b"HTTP/1.1 413 "), received[:100]
-    assert sent_at_answer is not None and sent_at_answer < DRAIN_MAX_BYTES + 16 * 2**20, sent_at_answer
+    assert sent_at_answer is not None and sent_at_answer < DRAIN_MAX_BYTES + 16 * 2**20, (
+        sent_at_answer
+    )
     assert ended, f"the connection stayed open after {sent / 2**20:.0f} MiB"
 
 
@@ -284,8 +330,13 @@ def test_the_drain_is_bounded_by_the_deadline(timed: Runtime, framing: bytes) ->
         client.sock.setblocking(False)
     trickle_all([client], DEADLINE + 15)
     assert client.received.startswith(b"HTTP/1.1 413 "), client.received[:200]
-    assert body_of(client.received) == b'{"error": "body_too_large", "message": "request body exceeds 65536 bytes"}'
-    assert client.answered_at is not None and DEADLINE - 0.5 < client.answered_at < DEADLINE + 5, client.answered_at
+    assert (
+        body_of(client.received)
+        == b'{"error": "body_too_large", "message": "request body exceeds 65536 bytes"}'
+    )
+    assert client.answered_at is not None and DEADLINE - 0.5 < client.answered_at < DEADLINE + 5, (
+        client.answered_at
+    )
 
 
 # --- a broken framing is the client's error, not a client gone ---------------------------
@@ -300,16 +351,35 @@ MALFORMED_V1 = (
 @pytest.mark.parametrize(
     ("path", "framing", "body", "expected"),
     [
-        ("/api/v1/chat", b"Transfer-Encoding: chunked", b'5;ext=1\r\n{"a":\r\n0\r\n\r\n', MALFORMED_APP),
-        ("/v1/chat/completions", b"Transfer-Encoding: chunked", b'5;ext=1\r\n{"a":\r\n0\r\n\r\n', MALFORMED_V1),
+        (
+            "/api/v1/chat",
+            b"Transfer-Encoding: chunked",
+            b'5;ext=1\r\n{"a":\r\n0\r\n\r\n',
+            MALFORMED_APP,
+        ),
+        (
+            "/v1/chat/completions",
+            b"Transfer-Encoding: chunked",
+            b'5;ext=1\r\n{"a":\r\n0\r\n\r\n',
+            MALFORMED_V1,
+        ),
         ("/api/v1/chat", b"Transfer-Encoding: chunked", b'zz\r\n{"a":\r\n0\r\n\r\n', MALFORMED_APP),
         ("/api/v1/chat", b"Content-Length: " + b"1" * 32, b"{}", MALFORMED_APP),
         ("/v1/chat/completions", b"Content-Length: " + b"9" * 40, b"{}", MALFORMED_V1),
         ("/api/v1/chat", b"Content-Length: " + b"9" * 5000, b"{}", MALFORMED_APP),
     ],
-    ids=["chunk extension", "chunk extension /v1", "bad chunk size", "32-digit Content-Length", "40-digit Content-Length /v1", "5000 digits"],
+    ids=[
+        "chunk extension",
+        "chunk extension /v1",
+        "bad chunk size",
+        "32-digit Content-Length",
+        "40-digit Content-Length /v1",
+        "5000 digits",
+    ],
 )
-def test_a_broken_framing_is_400_to_a_client_still_there(runtime: Runtime, path: str, framing: bytes, body: bytes, expected: bytes) -> None:
+def test_a_broken_framing_is_400_to_a_client_still_there(
+    runtime: Runtime, path: str, framing: bytes, body: bytes, expected: bytes
+) -> None:
     sock = raw_request(runtime, head_of(path, framing) + body)
     received = b""
     while data := sock.recv(65536):
@@ -332,4 +402,7 @@ def test_a_client_that_closes_its_sending_half_early_still_reads_499(runtime: Ru
         received += data
     sock.close()
     assert received.startswith(b"HTTP/1.1 499 "), received[:200]
-    assert body_of(received) == b'{"error": "client_gone", "message": "The client closed the connection during the upload."}'
+    assert (
+        body_of(received)
+        == b'{"error": "client_gone", "message": "The client closed the connection during the upload."}'
+    )

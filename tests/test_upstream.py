@@ -29,7 +29,10 @@ def native(text: object, **extra: object) -> bytes:
 
 def openai(content: str | None, finish: str | None = None) -> bytes:
     delta = {} if content is None else {"content": content}
-    frame = {"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+    frame = {
+        "object": "chat.completion.chunk",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
     return b"data: " + json.dumps(frame).encode() + b"\n\n"
 
 
@@ -37,7 +40,11 @@ USAGE = {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5}
 
 STREAMS: dict[str, tuple[bytes, list[str], dict[str, object]]] = {
     "native": (
-        native("Hel") + native("lo ") + native("wörld 🌍") + native("", usage=USAGE) + b"data: [DONE]\n\n",
+        native("Hel")
+        + native("lo ")
+        + native("wörld 🌍")
+        + native("", usage=USAGE)
+        + b"data: [DONE]\n\n",
         ["Hel", "lo ", "wörld 🌍"],
         {"usage": USAGE, "finish_reason": None, "done": True},
     ),
@@ -46,7 +53,9 @@ STREAMS: dict[str, tuple[bytes, list[str], dict[str, object]]] = {
         + openai("Hi")
         + openai(" there")
         + openai(None, "length")
-        + b"data: " + json.dumps({"choices": [], "usage": USAGE}).encode() + b"\n\n"
+        + b"data: "
+        + json.dumps({"choices": [], "usage": USAGE}).encode()
+        + b"\n\n"
         + b"data: [DONE]\n\n",
         ["Hi", " there"],
         {"usage": USAGE, "finish_reason": "length", "done": True},
@@ -108,7 +117,7 @@ STREAMS: dict[str, tuple[bytes, list[str], dict[str, object]]] = {
         + native("e").replace(b"\n\n", b"\r\r\n")
         + native("f")
         + b": comment\r"
-        + b"data: {\"response\":\r\ndata: \"g\\nh\"}\n\r\n"
+        + b'data: {"response":\r\ndata: "g\\nh"}\n\r\n'
         + native("i").replace(b"\n\n", b"\n\r\n")
         + b"data: [DONE]\r\n\r",
         ["a", "b", "c", "d", "e", "f", "g\nh", "i"],
@@ -166,12 +175,18 @@ def test_invalid_utf8_is_replaced_not_fatal() -> None:
 
 
 def test_usage_keeps_only_integer_counts() -> None:
-    texts, decoder, _ = run([b'data: {"response":"","usage":{"prompt_tokens":1,"total_tokens":"x","extra":2,"completion_tokens":true}}\n\n'])
+    texts, decoder, _ = run(
+        [
+            b'data: {"response":"","usage":{"prompt_tokens":1,"total_tokens":"x","extra":2,"completion_tokens":true}}\n\n'
+        ]
+    )
     assert texts == []
     assert decoder.usage == {"prompt_tokens": 1}
 
 
-def decode(wire: bytes, *, opens_thinking: bool = False) -> tuple[list[tuple[str, str]], UpstreamDecoder]:
+def decode(
+    wire: bytes, *, opens_thinking: bool = False
+) -> tuple[list[tuple[str, str]], UpstreamDecoder]:
     decoder = UpstreamDecoder(opens_thinking=opens_thinking)
     parts = decoder.feed(wire).parts
     return parts + decoder.flush().parts, decoder
@@ -182,19 +197,46 @@ def data(frame: object) -> bytes:
 
 
 def usage_frame(prompt: int, completion: int) -> bytes:
-    return data({"response": "", "usage": {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}})
+    return data(
+        {
+            "response": "",
+            "usage": {
+                "prompt_tokens": prompt,
+                "completion_tokens": completion,
+                "total_tokens": prompt + completion,
+            },
+        }
+    )
 
 
 @pytest.mark.parametrize(
     ("frames", "expected"),
     [
         ([usage_frame(0, 0)], {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}),
-        ([usage_frame(0, 0), usage_frame(5, 2)], {"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7}),
-        ([usage_frame(5, 2), usage_frame(0, 0)], {"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7}),
-        ([usage_frame(5, 1), usage_frame(5, 2), usage_frame(5, 3)], {"prompt_tokens": 5, "completion_tokens": 3, "total_tokens": 8}),
-        ([usage_frame(5, 3), data({"choices": [], "usage": {"completion_tokens": 0}})], {"prompt_tokens": 5, "completion_tokens": 3, "total_tokens": 8}),
+        (
+            [usage_frame(0, 0), usage_frame(5, 2)],
+            {"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7},
+        ),
+        (
+            [usage_frame(5, 2), usage_frame(0, 0)],
+            {"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7},
+        ),
+        (
+            [usage_frame(5, 1), usage_frame(5, 2), usage_frame(5, 3)],
+            {"prompt_tokens": 5, "completion_tokens": 3, "total_tokens": 8},
+        ),
+        (
+            [usage_frame(5, 3), data({"choices": [], "usage": {"completion_tokens": 0}})],
+            {"prompt_tokens": 5, "completion_tokens": 3, "total_tokens": 8},
+        ),
     ],
-    ids=["zero alone is kept", "real after zero", "zero never overwrites", "cumulative: latest, never summed", "partial zero"],
+    ids=[
+        "zero alone is kept",
+        "real after zero",
+        "zero never overwrites",
+        "cumulative: latest, never summed",
+        "partial zero",
+    ],
 )
 def test_usage_rules(frames: list[bytes], expected: dict[str, int]) -> None:
     _, decoder = decode(b"".join(frames))
@@ -204,9 +246,16 @@ def test_usage_rules(frames: list[bytes], expected: dict[str, int]) -> None:
 @pytest.mark.parametrize(
     ("raw", "mapped", "unknown"),
     [
-        ("stop", "stop", None), ("eos", "stop", None), ("end_turn", "stop", None), ("length", "length", None),
-        ("max_tokens", "length", None), ("model_length", "length", None), ("tool_calls", "tool_calls", None),
-        ("function_call", "tool_calls", None), ("content_filter", "content_filter", None), ("weird", "stop", "weird"),
+        ("stop", "stop", None),
+        ("eos", "stop", None),
+        ("end_turn", "stop", None),
+        ("length", "length", None),
+        ("max_tokens", "length", None),
+        ("model_length", "length", None),
+        ("tool_calls", "tool_calls", None),
+        ("function_call", "tool_calls", None),
+        ("content_filter", "content_filter", None),
+        ("weird", "stop", "weird"),
     ],
 )
 def test_finish_reasons_map_to_a_documented_set(raw: str, mapped: str, unknown: str | None) -> None:
@@ -215,8 +264,12 @@ def test_finish_reasons_map_to_a_documented_set(raw: str, mapped: str, unknown: 
 
 
 def test_reasoning_fields_relayed_once_when_equal_and_both_when_not() -> None:
-    same = data({"choices": [{"delta": {"reasoning_content": "a", "reasoning": "a", "content": None}}]})
-    other = data({"choices": [{"delta": {"reasoning_content": "b", "reasoning": "c", "content": "d"}}]})
+    same = data(
+        {"choices": [{"delta": {"reasoning_content": "a", "reasoning": "a", "content": None}}]}
+    )
+    other = data(
+        {"choices": [{"delta": {"reasoning_content": "b", "reasoning": "c", "content": "d"}}]}
+    )
     parts, decoder = decode(same + other)
     assert parts == [("thinking", "a"), ("thinking", "b"), ("thinking", "c"), ("text", "d")]
     assert decoder.thinking_seen and decoder.text_seen
@@ -224,7 +277,7 @@ def test_reasoning_fields_relayed_once_when_equal_and_both_when_not() -> None:
 
 @pytest.mark.parametrize("at", range(0, 4))
 def test_a_leading_bom_is_stripped_wherever_the_read_splits(at: int) -> None:
-    wire = "\ufeffdata: {\"response\":\"a\"}\n\ndata: [DONE]\n\n".encode()
+    wire = '\ufeffdata: {"response":"a"}\n\ndata: [DONE]\n\n'.encode()
     decoder = UpstreamDecoder()
     parts = decoder.feed(wire[:at]).parts + decoder.feed(wire[at:]).parts
     assert parts == [("text", "a")] and decoder.done
@@ -270,67 +323,231 @@ CHUNKS: list[tuple[str, str, bool]] = [  # (name, payload, takes the fast path)
     ("model.mjs first chunk", chunk('"role":"assistant","content":""'), True),
     ("model.mjs reasoning_content", chunk('"reasoning_content":"Let","content":null'), True),
     ("model.mjs reasoning", chunk('"reasoning":" me","content":null'), True),
-    ("model.mjs both", chunk('"reasoning_content":" think","reasoning":" think","content":null'), True),
+    (
+        "model.mjs both",
+        chunk('"reasoning_content":" think","reasoning":" think","content":null'),
+        True,
+    ),
     ("model.mjs content", chunk('"content":" stream"'), True),
-    ("model.mjs tool call start", chunk('"tool_calls":[{"index":0,"id":"call_local_0","type":"function","function":{"name":"f","arguments":""}}],"content":null'), False),
-    ("model.mjs tool call piece", chunk('"tool_calls":[{"index":0,"function":{"arguments":"{\\"q\\":"}}],"content":null'), False),
-    ("model.mjs finish, zero usage", chunk("", '},"logprobs":null,"finish_reason":"stop","stop_reason":null}],"usage":{"prompt_tokens":0,"completion_tokens":0,"total_tokens":0},"p":"a"}'), False),
-    ("model.mjs cumulative usage", chunk('"content":"x"', '},"logprobs":null,"finish_reason":null,"stop_reason":null}],"usage":{"prompt_tokens":5,"completion_tokens":1,"total_tokens":6},"p":"a"}'), False),
+    (
+        "model.mjs tool call start",
+        chunk(
+            '"tool_calls":[{"index":0,"id":"call_local_0","type":"function","function":{"name":"f","arguments":""}}],"content":null'
+        ),
+        False,
+    ),
+    (
+        "model.mjs tool call piece",
+        chunk('"tool_calls":[{"index":0,"function":{"arguments":"{\\"q\\":"}}],"content":null'),
+        False,
+    ),
+    (
+        "model.mjs finish, zero usage",
+        chunk(
+            "",
+            '},"logprobs":null,"finish_reason":"stop","stop_reason":null}],"usage":{"prompt_tokens":0,"completion_tokens":0,"total_tokens":0},"p":"a"}',
+        ),
+        False,
+    ),
+    (
+        "model.mjs cumulative usage",
+        chunk(
+            '"content":"x"',
+            '},"logprobs":null,"finish_reason":null,"stop_reason":null}],"usage":{"prompt_tokens":5,"completion_tokens":1,"total_tokens":6},"p":"a"}',
+        ),
+        False,
+    ),
     # Optional keys the fixtures leave out, one at a time and all together.
-    ("no stop_reason", chunk('"content":"a"', '},"logprobs":null,"finish_reason":null}],"p":"ab"}'), True),
-    ("no p", chunk('"content":"a"', '},"logprobs":null,"finish_reason":null,"stop_reason":null}]}'), True),
+    (
+        "no stop_reason",
+        chunk('"content":"a"', '},"logprobs":null,"finish_reason":null}],"p":"ab"}'),
+        True,
+    ),
+    (
+        "no p",
+        chunk('"content":"a"', '},"logprobs":null,"finish_reason":null,"stop_reason":null}]}'),
+        True,
+    ),
     ("no logprobs", chunk('"content":"a"', '},"finish_reason":null}]}'), True),
-    ("no created, no model", chunk('"content":"a"', head='{"id":"x","object":"chat.completion.chunk","choices":[{"index":0,"delta":{'), True),
+    (
+        "no created, no model",
+        chunk(
+            '"content":"a"',
+            head='{"id":"x","object":"chat.completion.chunk","choices":[{"index":0,"delta":{',
+        ),
+        True,
+    ),
     ("empty delta", chunk(""), True),
     # Values.
     ("unicode", chunk('"content":"wörld 🌍 \u2028 \x7f"'), True),
     ("empty strings", chunk('"reasoning_content":"","reasoning":"","content":""'), True),
-    ("null everything", chunk('"role":null,"reasoning_content":null,"reasoning":null,"content":null'), True),
-    ("null reasoning_content, reasoning set", chunk('"reasoning_content":null,"reasoning":"r"'), True),
-    ("empty reasoning_content, reasoning set", chunk('"reasoning_content":"","reasoning":"r"'), True),
-    ("reasoning equals reasoning_content", chunk('"reasoning":"same","reasoning_content":"same"'), True),
-    ("reasoning differs, content first", chunk('"content":"c","reasoning":"b","reasoning_content":"a"'), True),
-    ("JSON punctuation, no quote", chunk('"content":"a:null,b}]{,:[","reasoning_content":",,"'), True),
+    (
+        "null everything",
+        chunk('"role":null,"reasoning_content":null,"reasoning":null,"content":null'),
+        True,
+    ),
+    (
+        "null reasoning_content, reasoning set",
+        chunk('"reasoning_content":null,"reasoning":"r"'),
+        True,
+    ),
+    (
+        "empty reasoning_content, reasoning set",
+        chunk('"reasoning_content":"","reasoning":"r"'),
+        True,
+    ),
+    (
+        "reasoning equals reasoning_content",
+        chunk('"reasoning":"same","reasoning_content":"same"'),
+        True,
+    ),
+    (
+        "reasoning differs, content first",
+        chunk('"content":"c","reasoning":"b","reasoning_content":"a"'),
+        True,
+    ),
+    (
+        "JSON punctuation, no quote",
+        chunk('"content":"a:null,b}]{,:[","reasoning_content":",,"'),
+        True,
+    ),
     ("key names as values", chunk('"role":"content","content":"reasoning_content"'), True),
     ("think tags in content", chunk('"content":"<think>hm</think>ok"'), True),
     ("a lone closing think tag", chunk('"content":"hm</think>ok"'), True),
     ("duplicate keys: the last wins", chunk('"content":"a","content":"b"'), True),
-    ("duplicate keys: a last null wins", chunk('"reasoning_content":"a","content":"c","reasoning_content":null'), True),
-    ("duplicate reasoning after equal one", chunk('"reasoning_content":"a","reasoning":"a","reasoning":"b"'), True),
-    ("five pairs", chunk('"role":"assistant","content":"a","content":"b","reasoning":"r","reasoning_content":"q"'), False),
+    (
+        "duplicate keys: a last null wins",
+        chunk('"reasoning_content":"a","content":"c","reasoning_content":null'),
+        True,
+    ),
+    (
+        "duplicate reasoning after equal one",
+        chunk('"reasoning_content":"a","reasoning":"a","reasoning":"b"'),
+        True,
+    ),
+    (
+        "five pairs",
+        chunk(
+            '"role":"assistant","content":"a","content":"b","reasoning":"r","reasoning_content":"q"'
+        ),
+        False,
+    ),
     # Escapes, and a '":"' that could fool a pair scanner: all take the JSON path.
     ("escaped quote", chunk('"content":"say \\"hi\\""'), False),
-    ("escaped \":\" in a value", chunk('"content":"a\\":\\"b"'), False),
-    ("a value that reads as a second key", chunk('"content":"x\\",\\"reasoning_content\\":\\"y"'), False),
-    ("a value that reads as the end of the delta", chunk('"content":"x\\"},\\"finish_reason\\":\\"stop"'), False),
+    ('escaped ":" in a value', chunk('"content":"a\\":\\"b"'), False),
+    (
+        "a value that reads as a second key",
+        chunk('"content":"x\\",\\"reasoning_content\\":\\"y"'),
+        False,
+    ),
+    (
+        "a value that reads as the end of the delta",
+        chunk('"content":"x\\"},\\"finish_reason\\":\\"stop"'),
+        False,
+    ),
     ("escaped newline", chunk('"reasoning_content":"a\\nb"'), False),
     ("unicode escape", chunk('"content":"\\u00e9\\ud83c\\udf0d"'), False),
     ("escaped slash and backslash", chunk('"content":"a\\/b\\\\c"'), False),
     ("raw control character (malformed)", chunk('"content":"a\x01b"'), False),
-    ("escape in id", chunk('"content":"a"', head=HEAD.replace("chatcmpl-local", 'chat\\"cmpl')), False),
-    ("escape in p", chunk('"content":"a"', '},"logprobs":null,"finish_reason":null}],"p":"a\\"b"}'), False),
+    (
+        "escape in id",
+        chunk('"content":"a"', head=HEAD.replace("chatcmpl-local", 'chat\\"cmpl')),
+        False,
+    ),
+    (
+        "escape in p",
+        chunk('"content":"a"', '},"logprobs":null,"finish_reason":null}],"p":"a\\"b"}'),
+        False,
+    ),
     # Anything else in the frame.
-    ("finish_reason set", chunk('"content":"a"', '},"logprobs":null,"finish_reason":"stop","stop_reason":null}],"p":"a"}'), False),
+    (
+        "finish_reason set",
+        chunk(
+            '"content":"a"',
+            '},"logprobs":null,"finish_reason":"stop","stop_reason":null}],"p":"a"}',
+        ),
+        False,
+    ),
     ("finish_reason length", chunk("", '},"logprobs":null,"finish_reason":"length"}]}'), False),
     ("unknown finish_reason", chunk("", '},"logprobs":null,"finish_reason":"weird"}]}'), False),
-    ("stop_reason set", chunk('"content":"a"', '},"logprobs":null,"finish_reason":null,"stop_reason":128001}],"p":"a"}'), False),
-    ("logprobs set", chunk('"content":"a"', '},"logprobs":{"content":[]},"finish_reason":null}]}'), False),
-    ("usage", chunk('"content":"a"', '},"finish_reason":null}],"usage":{"prompt_tokens":1,"completion_tokens":2,"total_tokens":3}}'), False),
-    ("tool_calls", chunk('"content":null,"tool_calls":[{"index":0,"function":{"arguments":"{}"}}]'), False),
+    (
+        "stop_reason set",
+        chunk(
+            '"content":"a"',
+            '},"logprobs":null,"finish_reason":null,"stop_reason":128001}],"p":"a"}',
+        ),
+        False,
+    ),
+    (
+        "logprobs set",
+        chunk('"content":"a"', '},"logprobs":{"content":[]},"finish_reason":null}]}'),
+        False,
+    ),
+    (
+        "usage",
+        chunk(
+            '"content":"a"',
+            '},"finish_reason":null}],"usage":{"prompt_tokens":1,"completion_tokens":2,"total_tokens":3}}',
+        ),
+        False,
+    ),
+    (
+        "tool_calls",
+        chunk('"content":null,"tool_calls":[{"index":0,"function":{"arguments":"{}"}}]'),
+        False,
+    ),
     ("empty tool_calls", chunk('"content":"a","tool_calls":[]'), False),
     ("unknown delta key", chunk('"content":"a","refusal":null'), False),
     ("numeric content", chunk('"content":5'), False),
     ("object content", chunk('"content":{"a":1}'), False),
-    ("unknown top-level key", chunk('"content":"a"', '},"logprobs":null,"finish_reason":null}],"system_fingerprint":"fp","p":"a"}'), False),
-    ("top-level response", chunk('"content":"a"', '},"logprobs":null,"finish_reason":null}],"response":"b"}'), False),
-    ("top-level keys in another order", '{"object":"chat.completion.chunk","id":"x","choices":[{"index":0,"delta":{"content":"a"},"finish_reason":null}]}', False),
-    ("choice keys in another order", chunk('"content":"a"', '},"finish_reason":null,"logprobs":null}]}'), False),
-    ("second choice", chunk('"content":"a"', '},"finish_reason":null},{"index":1,"delta":{"content":"b"},"finish_reason":null}]}'), False),
+    (
+        "unknown top-level key",
+        chunk(
+            '"content":"a"',
+            '},"logprobs":null,"finish_reason":null}],"system_fingerprint":"fp","p":"a"}',
+        ),
+        False,
+    ),
+    (
+        "top-level response",
+        chunk('"content":"a"', '},"logprobs":null,"finish_reason":null}],"response":"b"}'),
+        False,
+    ),
+    (
+        "top-level keys in another order",
+        '{"object":"chat.completion.chunk","id":"x","choices":[{"index":0,"delta":{"content":"a"},"finish_reason":null}]}',
+        False,
+    ),
+    (
+        "choice keys in another order",
+        chunk('"content":"a"', '},"finish_reason":null,"logprobs":null}]}'),
+        False,
+    ),
+    (
+        "second choice",
+        chunk(
+            '"content":"a"',
+            '},"finish_reason":null},{"index":1,"delta":{"content":"b"},"finish_reason":null}]}',
+        ),
+        False,
+    ),
     ("index 1", chunk('"content":"a"', head=HEAD.replace('"index":0', '"index":1')), False),
     ("a non-streamed object", chunk('"content":"a"', head=HEAD.replace(".chunk", "")), False),
-    ("spaces, as json.dumps writes", '{"id": "x", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"content": "a"}, "finish_reason": null}]}', False),
-    ("created with a leading zero (malformed)", chunk('"content":"a"', head=HEAD.replace("1767225600", "01767225600")), False),
-    ("created with other digits (malformed)", chunk('"content":"a"', head=HEAD.replace("1767225600", "1\u0661")), False),
+    (
+        "spaces, as json.dumps writes",
+        '{"id": "x", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"content": "a"}, "finish_reason": null}]}',
+        False,
+    ),
+    (
+        "created with a leading zero (malformed)",
+        chunk('"content":"a"', head=HEAD.replace("1767225600", "01767225600")),
+        False,
+    ),
+    (
+        "created with other digits (malformed)",
+        chunk('"content":"a"', head=HEAD.replace("1767225600", "1\u0661")),
+        False,
+    ),
     ("cut short (malformed)", chunk('"content":"a"')[:-1], False),
 ]
 
@@ -345,7 +562,11 @@ def fixture_chunks() -> list[tuple[str, str, bool]]:
             choices = frame.get("choices")
             if frame.get("object") != "chat.completion.chunk" or not choices:
                 continue
-            fast = "usage" not in frame and choices[0]["finish_reason"] is None and "tool_calls" not in choices[0]["delta"]
+            fast = (
+                "usage" not in frame
+                and choices[0]["finish_reason"] is None
+                and "tool_calls" not in choices[0]["delta"]
+            )
             found.append((f"{path.stem} frame {n}", payload, fast))
     return found
 
@@ -354,7 +575,9 @@ ALL_CHUNKS = fixture_chunks() + CHUNKS
 NEVER = re.compile(r"(?!)")
 
 
-def outcome(reads: list[bytes], *, slow: bool, opens_thinking: bool = False) -> tuple[dict[str, object], int, int]:
+def outcome(
+    reads: list[bytes], *, slow: bool, opens_thinking: bool = False
+) -> tuple[dict[str, object], int, int]:
     """Each read's parts, tool calls and done, then the decoder's facts after flush(); and how
     often json.loads and _dispatch ran (the line splitter's way to a frame)."""
     counts = {"loads": 0, "dispatch": 0}
@@ -376,15 +599,28 @@ def outcome(reads: list[bytes], *, slow: bool, opens_thinking: bool = False) -> 
         patch.setattr(UpstreamDecoder, "_dispatch", counted_dispatch)
         decoder = UpstreamDecoder(opens_thinking=opens_thinking)
         results = [decoder.feed(read) for read in reads] + [decoder.flush()]
-    facts = ("usage", "finish_reason", "unknown_finish_reason", "text_seen", "thinking_seen", "tool_calls_seen", "malformed", "done")
+    facts = (
+        "usage",
+        "finish_reason",
+        "unknown_finish_reason",
+        "text_seen",
+        "thinking_seen",
+        "tool_calls_seen",
+        "malformed",
+        "done",
+    )
     seen: dict[str, object] = {"reads": [(out.parts, out.tool_calls, out.done) for out in results]}
     seen.update({key: getattr(decoder, key) for key in facts})
     return seen, counts["loads"], counts["dispatch"]
 
 
 @pytest.mark.parametrize("opens_thinking", [False, True], ids=["plain", "opens_thinking"])
-@pytest.mark.parametrize(("name", "payload", "fast"), ALL_CHUNKS, ids=[name for name, _, _ in ALL_CHUNKS])
-def test_openai_fast_path_decodes_as_json_does(name: str, payload: str, fast: bool, opens_thinking: bool) -> None:
+@pytest.mark.parametrize(
+    ("name", "payload", "fast"), ALL_CHUNKS, ids=[name for name, _, _ in ALL_CHUNKS]
+)
+def test_openai_fast_path_decodes_as_json_does(
+    name: str, payload: str, fast: bool, opens_thinking: bool
+) -> None:
     wire = f"data: {payload}\n\n".encode()
     before = b'data: {"response":"n"}\n\n'  # a native frame on its own fast path
     # Whole, split anywhere in two reads, after another frame and after it in the same read.
@@ -403,14 +639,18 @@ def test_openai_fast_path_decodes_as_json_does(name: str, payload: str, fast: bo
 
 def test_openai_fast_path_covers_the_fixture_chunks() -> None:
     fixtures = fixture_chunks()
-    assert sum(fast for _, _, fast in fixtures) == 12 and len(fixtures) == 21, [name for name, _, _ in fixtures]
+    assert sum(fast for _, _, fast in fixtures) == 12 and len(fixtures) == 21, [
+        name for name, _, _ in fixtures
+    ]
 
 
 @pytest.mark.parametrize("opens_thinking", [False, True], ids=["plain", "opens_thinking"])
 def test_openai_fast_path_keeps_state_across_a_stream(opens_thinking: bool) -> None:
     """All the chunks one after another, one read each and all in one read: think-tag state,
     *_seen, usage and finish carry over from frame to frame the same way on both paths."""
-    frames = [f"data: {payload}\n\n".encode() for _, payload, _ in ALL_CHUNKS] + [b"data: [DONE]\n\n"]
+    frames = [f"data: {payload}\n\n".encode() for _, payload, _ in ALL_CHUNKS] + [
+        b"data: [DONE]\n\n"
+    ]
     for reads in (frames, [b"".join(frames)]):
         slow, slow_loads, _ = outcome(reads, slow=True, opens_thinking=opens_thinking)
         got, loads, _ = outcome(reads, slow=False, opens_thinking=opens_thinking)
@@ -427,7 +667,9 @@ def test_one_long_line_in_small_reads_costs_its_length() -> None:
     wire = native(text) + b"data: [DONE]\n\n"
     decoder = UpstreamDecoder()
     started = time.perf_counter()
-    parts = [part for i in range(0, len(wire), 1024) for part in decoder.feed(wire[i : i + 1024]).parts]
+    parts = [
+        part for i in range(0, len(wire), 1024) for part in decoder.feed(wire[i : i + 1024]).parts
+    ]
     took = time.perf_counter() - started
     assert parts == [(TEXT, text)] and decoder.done
     assert took < 1.5, f"{took:.2f} s for a 16 MiB line in 1 KiB reads"
@@ -449,16 +691,55 @@ def test_many_events_with_cr_line_ends_in_one_read(end: bytes) -> None:
     ("frames", "usage"),
     [
         # OpenAI's shape (Workers AI's, workers-ai-provider 3.1.13), then a trailing frame without it
-        ([{"usage": {"prompt_tokens": 9, "completion_tokens": 2, "total_tokens": 11, "prompt_tokens_details": {"cached_tokens": 6}}},
-          {"response": "", "usage": {"prompt_tokens": 9, "completion_tokens": 2, "total_tokens": 11}}],
-         {"prompt_tokens": 9, "completion_tokens": 2, "total_tokens": 11, "cached_tokens": 6}),
-        ([{"response": "", "usage": {"prompt_tokens": 9, "completion_tokens": 2, "total_tokens": 11, "cached_tokens": 0}}],
-         {"prompt_tokens": 9, "completion_tokens": 2, "total_tokens": 11, "cached_tokens": 0}),
-        ([{"response": "", "usage": {"prompt_tokens": 9, "prompt_tokens_details": {"cached_tokens": True}}}], {"prompt_tokens": 9}),
-        ([{"response": "", "usage": {"prompt_tokens": 9, "prompt_tokens_details": None}}], {"prompt_tokens": 9}),
+        (
+            [
+                {
+                    "usage": {
+                        "prompt_tokens": 9,
+                        "completion_tokens": 2,
+                        "total_tokens": 11,
+                        "prompt_tokens_details": {"cached_tokens": 6},
+                    }
+                },
+                {
+                    "response": "",
+                    "usage": {"prompt_tokens": 9, "completion_tokens": 2, "total_tokens": 11},
+                },
+            ],
+            {"prompt_tokens": 9, "completion_tokens": 2, "total_tokens": 11, "cached_tokens": 6},
+        ),
+        (
+            [
+                {
+                    "response": "",
+                    "usage": {
+                        "prompt_tokens": 9,
+                        "completion_tokens": 2,
+                        "total_tokens": 11,
+                        "cached_tokens": 0,
+                    },
+                }
+            ],
+            {"prompt_tokens": 9, "completion_tokens": 2, "total_tokens": 11, "cached_tokens": 0},
+        ),
+        (
+            [
+                {
+                    "response": "",
+                    "usage": {"prompt_tokens": 9, "prompt_tokens_details": {"cached_tokens": True}},
+                }
+            ],
+            {"prompt_tokens": 9},
+        ),
+        (
+            [{"response": "", "usage": {"prompt_tokens": 9, "prompt_tokens_details": None}}],
+            {"prompt_tokens": 9},
+        ),
     ],
 )
 def test_cached_prompt_tokens_are_kept(frames: list[dict[str, Any]], usage: dict[str, int]) -> None:
     decoder = UpstreamDecoder()
-    decoder.feed(b"".join(b"data: " + json.dumps(f).encode() + b"\n\n" for f in frames) + b"data: [DONE]\n\n")
+    decoder.feed(
+        b"".join(b"data: " + json.dumps(f).encode() + b"\n\n" for f in frames) + b"data: [DONE]\n\n"
+    )
     assert decoder.usage == usage

@@ -4,6 +4,7 @@ import json
 import tomllib
 
 from conftest import ROOT
+
 from version import VERSION
 
 
@@ -15,5 +16,7 @@ def test_pyproject_package_json_and_the_worker_agree() -> None:
 
 
 def test_the_changelog_starts_with_this_version() -> None:
-    headings = [line for line in (ROOT / "CHANGELOG.md").read_text().splitlines() if line.startswith("## ")]
+    headings = [
+        line for line in (ROOT / "CHANGELOG.md").read_text().splitlines() if line.startswith("## ")
+    ]
     assert headings and headings[0].startswith(f"## {VERSION} "), headings[:2]

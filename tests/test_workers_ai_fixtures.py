@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from fakes import merged
 
 from chat_events import ChatEncoder
-from fakes import merged
 from openai_compat import Collector, CompletionEncoder
 from relay import Encoder, Relay, Timing
 from upstream import TEXT, THINKING, Part, UpstreamDecoder
@@ -38,14 +38,23 @@ class Expect:
 
 
 def usage(prompt: int, completion: int) -> dict[str, int]:
-    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+    }
 
 
 EXPECT: dict[str, Expect] = {
     "native-llama": Expect(
-        parts=[(TEXT, 'Hello there, wörld 🌍 "quoted"\n')], usage=usage(12, 5), finish_reason=None, stop="stop"
+        parts=[(TEXT, 'Hello there, wörld 🌍 "quoted"\n')],
+        usage=usage(12, 5),
+        finish_reason=None,
+        stop="stop",
     ),
-    "native-bom": Expect(parts=[(TEXT, "First frame")], usage=usage(3, 2), finish_reason=None, stop="stop"),
+    "native-bom": Expect(
+        parts=[(TEXT, "First frame")], usage=usage(3, 2), finish_reason=None, stop="stop"
+    ),
     "native-think-implicit": Expect(
         parts=[(THINKING, "Okay, the user wants a greeting.\n"), (TEXT, "Hello!")],
         usage=usage(9, 14),
@@ -54,19 +63,34 @@ EXPECT: dict[str, Expect] = {
         opens_thinking=True,
     ),
     "native-think-explicit": Expect(
-        parts=[(THINKING, "Short thought."), (TEXT, "Answer.")], usage=None, finish_reason=None, stop="stop"
+        parts=[(THINKING, "Short thought."), (TEXT, "Answer.")],
+        usage=None,
+        finish_reason=None,
+        stop="stop",
     ),
     "gpt-oss": Expect(
-        parts=[(THINKING, "The user says hi."), (TEXT, "Hi there!")], usage=usage(70, 21), finish_reason="stop", stop="stop"
+        parts=[(THINKING, "The user says hi."), (TEXT, "Hi there!")],
+        usage=usage(70, 21),
+        finish_reason="stop",
+        stop="stop",
     ),
     "kimi-both-fields": Expect(
-        parts=[(THINKING, "Thinking…"), (TEXT, "Done.")], usage=usage(30, 8), finish_reason="stop", stop="stop"
+        parts=[(THINKING, "Thinking…"), (TEXT, "Done.")],
+        usage=usage(30, 8),
+        finish_reason="stop",
+        stop="stop",
     ),
     "glm-usage-first": Expect(
-        parts=[(THINKING, "Hmm."), (TEXT, "OK")], usage=usage(11, 4), finish_reason="stop", stop="stop"
+        parts=[(THINKING, "Hmm."), (TEXT, "OK")],
+        usage=usage(11, 4),
+        finish_reason="stop",
+        stop="stop",
     ),
     "qwq-rest-cumulative": Expect(
-        parts=[(THINKING, "Hmm, cows"), (TEXT, "Cows moo.")], usage=usage(13, 9), finish_reason=None, stop="stop"
+        parts=[(THINKING, "Hmm, cows"), (TEXT, "Cows moo.")],
+        usage=usage(13, 9),
+        finish_reason=None,
+        stop="stop",
     ),
     "gpt-oss-out-of-budget": Expect(
         parts=[(THINKING, "Let me consider every case")],
@@ -77,7 +101,10 @@ EXPECT: dict[str, Expect] = {
         max_tokens=6,
     ),
     "openai-non-streamed": Expect(
-        parts=[(THINKING, "Capital of France."), (TEXT, "Paris.")], usage=usage(20, 7), finish_reason="stop", stop="stop"
+        parts=[(THINKING, "Capital of France."), (TEXT, "Paris.")],
+        usage=usage(20, 7),
+        finish_reason="stop",
+        stop="stop",
     ),
 }
 NAMES = sorted(EXPECT)
@@ -96,7 +123,11 @@ def splits(data: bytes) -> list[list[bytes]]:
     out = [[data], [data[i : i + 1] for i in range(len(data))]]
     out += [[data[:a], data[a:]] for a in range(len(data) + 1)]
     step = max(1, len(data) // 40)
-    out += [[data[:a], data[a:b], data[b:]] for a in range(0, len(data) + 1, step) for b in range(a, len(data) + 1, step - 1 or 1)]
+    out += [
+        [data[:a], data[a:b], data[b:]]
+        for a in range(0, len(data) + 1, step)
+        for b in range(a, len(data) + 1, step - 1 or 1)
+    ]
     return out
 
 
@@ -112,13 +143,18 @@ def test_decoder_at_every_split(name: str) -> None:
         where = [len(c) for c in chunks]
         assert merged(parts) == expect.parts, where
         assert (decoder.usage, decoder.finish_reason, decoder.done, decoder.malformed) == (
-            expect.usage, expect.finish_reason, True, 0
+            expect.usage,
+            expect.finish_reason,
+            True,
+            0,
         ), where
 
 
 def relayed(name: str, chunks: list[bytes], encoder: Encoder) -> bytes:
     expect = EXPECT[name]
-    relay = Relay(encoder, TIMING, now=0.0, max_tokens=expect.max_tokens, opens_thinking=expect.opens_thinking)
+    relay = Relay(
+        encoder, TIMING, now=0.0, max_tokens=expect.max_tokens, opens_thinking=expect.opens_thinking
+    )
     out = relay.start()
     for chunk in chunks:
         out += relay.feed(chunk)
@@ -156,11 +192,16 @@ def test_non_streamed_answer_is_whole(name: str) -> None:
     for chunks in splits(wire(name))[:3]:
         collector = Collector()
         relayed(name, chunks, collector)
-        message: dict[str, str] = {"role": "assistant", "content": "".join(t for k, t in expect.parts if k == TEXT)}
+        message: dict[str, str] = {
+            "role": "assistant",
+            "content": "".join(t for k, t in expect.parts if k == TEXT),
+        }
         if thought := "".join(t for k, t in expect.parts if k == THINKING):
             message["reasoning_content"] = thought
         assert collector.message() == message
         assert collector.finish is not None and collector.failure is None
-        assert (collector.finish.stop_reason, collector.finish.usage, collector.finish.while_thinking) == (
-            expect.stop, expect.usage, expect.while_thinking
-        )
+        assert (
+            collector.finish.stop_reason,
+            collector.finish.usage,
+            collector.finish.while_thinking,
+        ) == (expect.stop, expect.usage, expect.while_thinking)

@@ -8,7 +8,6 @@ import re
 
 import httpx
 import pytest
-
 from conftest import Runtime, expected_tokens, parse_sse
 
 pytestmark = pytest.mark.runtime
@@ -35,9 +34,15 @@ def events_of(response: httpx.Response) -> tuple[list[str], list[str], list[tupl
 @pytest.mark.parametrize(
     ("directives", "model"),
     [
-        ("[[think:4]]", REASONING),  # reasoning_content, content null, zero-usage finish chunk, native usage frame
+        (
+            "[[think:4]]",
+            REASONING,
+        ),  # reasoning_content, content null, zero-usage finish chunk, native usage frame
         ("[[think:4]] [[reasoning:reasoning]]", REASONING),
-        ("[[think:4]] [[reasoning:both]]", REASONING),  # Kimi: both fields, the same text: relayed once
+        (
+            "[[think:4]] [[reasoning:both]]",
+            REASONING,
+        ),  # Kimi: both fields, the same text: relayed once
         ("[[think:4]] [[usage:first]]", REASONING),  # the real usage first, a zero usage last
         ("[[think:4]] [[usage:cumulative]]", REASONING),  # qwen over REST: usage on every chunk
         ("[[think:4]] [[fault:split]]", REASONING),
@@ -45,7 +50,9 @@ def events_of(response: httpx.Response) -> tuple[list[str], list[str], list[tupl
         ("[[think:4]] [[wire:eof]]", REASONING),
     ],
 )
-def test_reasoning_shapes_are_relayed_once_in_order_with_real_usage(runtime: Runtime, directives: str, model: str) -> None:
+def test_reasoning_shapes_are_relayed_once_in_order_with_real_usage(
+    runtime: Runtime, directives: str, model: str
+) -> None:
     text = f"{directives} [[pace:0]] why"
     thinking, texts, events = events_of(chat(runtime, text, model=model))
     messages = [{"role": "user", "content": text}]
@@ -55,7 +62,14 @@ def test_reasoning_shapes_are_relayed_once_in_order_with_real_usage(runtime: Run
     assert names == ["thinking_delta"] * 4 + ["content_block_delta"] * len(texts), names
     stop = events[-2][1]
     prompt = len(text.split()) + 3
-    assert stop == {"stop_reason": "stop", "usage": {"prompt_tokens": prompt, "completion_tokens": 4 + len(texts), "total_tokens": prompt + 4 + len(texts)}}, stop
+    assert stop == {
+        "stop_reason": "stop",
+        "usage": {
+            "prompt_tokens": prompt,
+            "completion_tokens": 4 + len(texts),
+            "total_tokens": prompt + 4 + len(texts),
+        },
+    }, stop
 
 
 def test_the_model_sends_wire_eof_without_chunked_framing(runtime: Runtime) -> None:
@@ -66,10 +80,16 @@ def test_the_model_sends_wire_eof_without_chunked_framing(runtime: Runtime) -> N
     seen: dict[str, tuple[str | None, str | None, bytes]] = {}
     for wire in (" [[wire:chunked]]", " [[wire:eof]]"):  # the same word count: the same usage
         body["inputs"]["messages"][0]["content"] = text + wire  # type: ignore[index]
-        response = httpx.post(runtime.model_url + "/run", json=body, headers={"cf-consn-model-id": NATIVE})
+        response = httpx.post(
+            runtime.model_url + "/run", json=body, headers={"cf-consn-model-id": NATIVE}
+        )
         # The padding is seeded by the conversation, which the directive changes: left out.
         frames = re.sub(rb',"p":"[^"]*"', b"", response.content)
-        seen[wire] = (response.headers.get("transfer-encoding"), response.headers.get("connection"), frames)
+        seen[wire] = (
+            response.headers.get("transfer-encoding"),
+            response.headers.get("connection"),
+            frames,
+        )
     chunked, eof = seen[" [[wire:chunked]]"], seen[" [[wire:eof]]"]
     assert chunked[:2] == ("chunked", "keep-alive"), chunked[:2]
     assert eof[:2] == (None, "close"), eof[:2]
@@ -90,7 +110,9 @@ def test_think_tags_in_native_text_are_reasoning(runtime: Runtime, tag: str) -> 
 
 
 def test_budget_spent_thinking_ends_as_length_while_thinking(runtime: Runtime) -> None:
-    thinking, texts, events = events_of(chat(runtime, "[[think:8]] [[pace:0]] deep", model=REASONING, max_tokens=5))
+    thinking, texts, events = events_of(
+        chat(runtime, "[[think:8]] [[pace:0]] deep", model=REASONING, max_tokens=5)
+    )
     assert (thinking, texts) == (THOUGHT[:5], [])
     assert events[-2][0] == "message_stop" and events[-2][1]["stop_reason"] == "length", events[-2]  # type: ignore[index]
     assert events[-2][1]["while_thinking"] is True, events[-2]  # type: ignore[index]
@@ -108,13 +130,20 @@ def test_reasoning_effort_goes_inside_the_inputs(runtime: Runtime) -> None:
 
 
 def test_openai_api_streams_reasoning_content_and_returns_it_whole(runtime: Runtime) -> None:
-    body = {"model": REASONING, "messages": [{"role": "user", "content": "[[think:3]] [[pace:0]] r"}]}
+    body = {
+        "model": REASONING,
+        "messages": [{"role": "user", "content": "[[think:3]] [[pace:0]] r"}],
+    }
     with runtime.client() as client:
         whole = client.post("/v1/chat/completions", json=body).json()
         streamed = client.post("/v1/chat/completions", json={**body, "stream": True}).content
     assert whole["choices"][0]["message"]["reasoning_content"] == "".join(THOUGHT[:3]), whole
-    deltas = [json.loads(line[6:]) for line in streamed.decode().split("\n") if line.startswith("data: {")]
-    reasoning = "".join(d["choices"][0]["delta"].get("reasoning_content") or "" for d in deltas if d.get("choices"))
+    deltas = [
+        json.loads(line[6:]) for line in streamed.decode().split("\n") if line.startswith("data: {")
+    ]
+    reasoning = "".join(
+        d["choices"][0]["delta"].get("reasoning_content") or "" for d in deltas if d.get("choices")
+    )
     assert reasoning == "".join(THOUGHT[:3]), streamed[:600]
 
 
@@ -131,13 +160,21 @@ ERRORS = [
 
 
 @pytest.mark.parametrize(("code", "status", "ours", "openai_type", "retry"), ERRORS)
-def test_run_errors_map_by_their_code_in_both_apis(runtime: Runtime, code: int, status: int, ours: str, openai_type: str, retry: bool) -> None:
+def test_run_errors_map_by_their_code_in_both_apis(
+    runtime: Runtime, code: int, status: int, ours: str, openai_type: str, retry: bool
+) -> None:
     text = f"[[error:{code}]] x"
     app = chat(runtime, text)
     with runtime.client() as client:
-        v1 = client.post("/v1/chat/completions", json={"messages": [{"role": "user", "content": text}]})
+        v1 = client.post(
+            "/v1/chat/completions", json={"messages": [{"role": "user", "content": text}]}
+        )
     assert (app.status_code, app.json()["error"]) == (status, ours), app.text
-    assert (v1.status_code, v1.json()["error"]["code"], v1.json()["error"]["type"]) == (status, ours, openai_type), v1.text
+    assert (v1.status_code, v1.json()["error"]["code"], v1.json()["error"]["type"]) == (
+        status,
+        ours,
+        openai_type,
+    ), v1.text
     for response in (app, v1):
         assert ("retry-after" in response.headers) is retry, response.headers
         assert str(code) not in response.text, f"internal detail leaked: {response.text}"

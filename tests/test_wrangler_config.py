@@ -15,7 +15,10 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 WRANGLER = ROOT / "node_modules" / ".bin" / "wrangler"
 
-pytestmark = [pytest.mark.wrangler, pytest.mark.skipif(not WRANGLER.exists(), reason="npm ci has not installed wrangler")]
+pytestmark = [
+    pytest.mark.wrangler,
+    pytest.mark.skipif(not WRANGLER.exists(), reason="npm ci has not installed wrangler"),
+]
 
 
 def environments(config: Path) -> list[str | None]:
@@ -43,9 +46,15 @@ def dry_run(project: Path, env: str | None, outdir: Path) -> str:
 # What the dry run prints for each binding, e.g. "env.RATE_LIMITER (20 requests/60s)   Rate Limit".
 REQUIRED = {
     "AI": re.compile(r"^\s*env\.AI\s+AI\s*$", re.MULTILINE),
-    "RATE_LIMITER": re.compile(r"^\s*env\.RATE_LIMITER \(\d+ requests/(10|60)s\)\s+Rate Limit\s*$", re.MULTILINE),
-    "KEY_RATE_LIMITER": re.compile(r"^\s*env\.KEY_RATE_LIMITER \(\d+ requests/(10|60)s\)\s+Rate Limit\s*$", re.MULTILINE),
-    "CONVERSATIONS": re.compile(r"^\s*env\.CONVERSATIONS \(Conversation\)\s+Durable Object\s*$", re.MULTILINE),
+    "RATE_LIMITER": re.compile(
+        r"^\s*env\.RATE_LIMITER \(\d+ requests/(10|60)s\)\s+Rate Limit\s*$", re.MULTILINE
+    ),
+    "KEY_RATE_LIMITER": re.compile(
+        r"^\s*env\.KEY_RATE_LIMITER \(\d+ requests/(10|60)s\)\s+Rate Limit\s*$", re.MULTILINE
+    ),
+    "CONVERSATIONS": re.compile(
+        r"^\s*env\.CONVERSATIONS \(Conversation\)\s+Durable Object\s*$", re.MULTILINE
+    ),
 }
 
 
@@ -56,7 +65,7 @@ def missing_bindings(project: Path, tmp: Path) -> list[str]:
         outputs = list(pool.map(lambda e: dry_run(project, e, tmp / str(e)), envs))
     return [
         f"{env or 'top level'}: {name}"
-        for env, out in zip(envs, outputs)
+        for env, out in zip(envs, outputs, strict=False)
         for name, line in REQUIRED.items()
         if not line.search(out)
     ]
@@ -83,8 +92,14 @@ def test_an_environment_without_ai_or_rate_limit_is_caught(tmp_path: Path) -> No
     only_ai = '\n[env.lab]\nname = "ai-chat-lab"\n\n[env.lab.ai]\nbinding = "AI"\n'
     project = project_with(tmp_path, preview + only_ai)
     assert missing_bindings(project, tmp_path / "out") == [
-        "preview: AI", "preview: RATE_LIMITER", "preview: KEY_RATE_LIMITER", "preview: CONVERSATIONS",
-        "lab: RATE_LIMITER", "lab: KEY_RATE_LIMITER", "lab: CONVERSATIONS"]
+        "preview: AI",
+        "preview: RATE_LIMITER",
+        "preview: KEY_RATE_LIMITER",
+        "preview: CONVERSATIONS",
+        "lab: RATE_LIMITER",
+        "lab: KEY_RATE_LIMITER",
+        "lab: CONVERSATIONS",
+    ]
 
 
 def test_every_environment_migrates_the_conversation_class_to_sqlite() -> None:
@@ -111,7 +126,11 @@ def test_no_environment_turns_on_the_local_stats_route() -> None:
     envs = environments(ROOT / "wrangler.toml")
     result = subprocess.run(
         ["node", "--input-type=module", "-e", script, json.dumps(envs)],
-        cwd=ROOT, capture_output=True, text=True, timeout=60, env={**os.environ, "WRANGLER_SEND_METRICS": "false"},
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "WRANGLER_SEND_METRICS": "false"},
     )
     assert result.returncode == 0, result.stderr
     rows = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("[")]
@@ -129,13 +148,20 @@ def test_every_environment_turns_on_observability_and_names_itself() -> None:
     expected = {"enabled": True, "head_sampling_rate": 1}
     assert observability == {name: expected for name in blocks}
     environment = {name: block.get("vars", {}).get("ENVIRONMENT") for name, block in blocks.items()}  # type: ignore[attr-defined]
-    assert environment == {"top level": "development", "staging": "staging", "production": "production"}
+    assert environment == {
+        "top level": "development",
+        "staging": "staging",
+        "production": "production",
+    }
 
 
 def test_every_environment_sets_the_same_vars() -> None:
     """Vars are not inherited either: a var added at the top level only would silently take
     its code default in staging and production."""
-    names = {name: sorted(block.get("vars", {})) for name, block in env_blocks(ROOT / "wrangler.toml").items()}  # type: ignore[call-overload]
+    names = {
+        name: sorted(block.get("vars", {}))  # type: ignore[call-overload]
+        for name, block in env_blocks(ROOT / "wrangler.toml").items()
+    }
     assert "BODY_TIMEOUT_SECONDS" in names["top level"]
     assert names == {name: names["top level"] for name in names}
 
@@ -144,9 +170,12 @@ def test_the_dry_run_accepts_the_observability_settings(tmp_path: Path) -> None:
     envs = environments(ROOT / "wrangler.toml")
     with ThreadPoolExecutor(max_workers=len(envs)) as pool:
         outputs = list(pool.map(lambda e: dry_run(ROOT, e, tmp_path / str(e)), envs))
-    for env, output in zip(envs, outputs):
+    for env, output in zip(envs, outputs, strict=False):
         # wrangler accepts an unknown or misspelt key with only a warning: fail on that warning.
-        assert "Unexpected fields" not in output and "Processing wrangler.toml configuration" not in output, (env, output)
+        assert (
+            "Unexpected fields" not in output
+            and "Processing wrangler.toml configuration" not in output
+        ), (env, output)
 
 
 def test_a_misspelt_observability_key_is_caught(tmp_path: Path) -> None:
@@ -154,10 +183,16 @@ def test_a_misspelt_observability_key_is_caught(tmp_path: Path) -> None:
     project.mkdir()
     for name in ("src", "public"):
         shutil.copytree(ROOT / name, project / name, ignore=shutil.ignore_patterns("__pycache__"))
-    config = (ROOT / "wrangler.toml").read_text().replace("head_sampling_rate = 1", "head_sampling_rat = 1", 1)
+    config = (
+        (ROOT / "wrangler.toml")
+        .read_text()
+        .replace("head_sampling_rate = 1", "head_sampling_rat = 1", 1)
+    )
     (project / "wrangler.toml").write_text(config)
     (project / "node_modules").symlink_to(ROOT / "node_modules")
-    assert 'Unexpected fields found in observability field: "head_sampling_rat"' in dry_run(project, None, tmp_path / "out")
+    assert 'Unexpected fields found in observability field: "head_sampling_rat"' in dry_run(
+        project, None, tmp_path / "out"
+    )
 
 
 def test_the_deploy_command_finds_uv_and_goes_as_far_as_the_network_allows(tmp_path: Path) -> None:
@@ -167,10 +202,28 @@ def test_the_deploy_command_finds_uv_and_goes_as_far_as_the_network_allows(tmp_p
     uv = ROOT / ".cache" / "bootstrap" / "bin" / "uv"
     if not uv.exists():
         pytest.skip("the pinned uv is installed by `make setup`")
-    env = {**os.environ, "PATH": f"{uv.parent}:{os.environ['PATH']}", "WRANGLER_SEND_METRICS": "false", "CI": "true"}
+    env = {
+        **os.environ,
+        "PATH": f"{uv.parent}:{os.environ['PATH']}",
+        "WRANGLER_SEND_METRICS": "false",
+        "CI": "true",
+    }
     result = subprocess.run(
-        [str(uv), "run", "--locked", "pywrangler", "deploy", "--dry-run", "--outdir", str(tmp_path / "out")],
-        cwd=ROOT, capture_output=True, text=True, timeout=300, env=env,
+        [
+            str(uv),
+            "run",
+            "--locked",
+            "pywrangler",
+            "deploy",
+            "--dry-run",
+            "--outdir",
+            str(tmp_path / "out"),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
     )
     output = result.stdout + result.stderr
     shutil.rmtree(ROOT / ".venv-workers", ignore_errors=True)

@@ -13,7 +13,6 @@ import time
 
 import httpx
 import pytest
-
 from conftest import ROOT
 
 pytestmark = pytest.mark.runtime
@@ -38,8 +37,21 @@ def test_wrangler_dev_local_serves_assets_and_the_routes_without_a_model() -> No
         "CI": "true",
     }
     process = subprocess.Popen(
-        [str(ROOT / "node_modules" / ".bin" / "wrangler"), "dev", "--local", "--ip", "127.0.0.1", "--port", str(port)],
-        cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+        [
+            str(ROOT / "node_modules" / ".bin" / "wrangler"),
+            "dev",
+            "--local",
+            "--ip",
+            "127.0.0.1",
+            "--port",
+            str(port),
+        ],
+        cwd=ROOT,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
     )
     try:
         assert process.stdout is not None
@@ -57,13 +69,20 @@ def test_wrangler_dev_local_serves_assets_and_the_routes_without_a_model() -> No
         assert re.search(r"env\.AI\s+AI\s+not supported", output), output[-3000:]
         base = f"http://127.0.0.1:{port}"
         page = httpx.get(base + "/", timeout=60)
-        assert page.status_code == 200 and page.headers["content-type"].startswith("text/html"), page.text[:200]
+        assert page.status_code == 200 and page.headers["content-type"].startswith("text/html"), (
+            page.text[:200]
+        )
         health = httpx.get(base + "/api/v1/health", timeout=60).json()
-        assert health["bindings"] == ["AI", "CONVERSATIONS", "KEY_RATE_LIMITER", "RATE_LIMITER"] and health["environment"] == "development", health
+        assert (
+            health["bindings"] == ["AI", "CONVERSATIONS", "KEY_RATE_LIMITER", "RATE_LIMITER"]
+            and health["environment"] == "development"
+        ), health
         models = httpx.get(base + "/api/v1/models", timeout=60).json()
         assert models["default"] == "@cf/google/gemma-4-26b-a4b-it", models
         # env.AI.models() fails here too (remote-only): the static table answers, and says so.
-        assert models["capabilities"]["@cf/google/gemma-4-26b-a4b-it"]["context_window"] == 256_000, models
+        assert (
+            models["capabilities"]["@cf/google/gemma-4-26b-a4b-it"]["context_window"] == 256_000
+        ), models
         assert httpx.get(base + "/api/v1/health", timeout=60).json()["catalog"] == "static"
         chat = httpx.post(
             base + "/api/v1/chat",

@@ -31,20 +31,28 @@ class Default(WorkerEntrypoint):  # type: ignore[misc]
         url = js.URL.new(raw.url)
         if url.pathname == "/stats":
             return Response(json.dumps(STATS))
-        if url.pathname == "/fr":  # does this isolate have FinalizationRegistry, and does Pyodide use it?
+        if (
+            url.pathname == "/fr"
+        ):  # does this isolate have FinalizationRegistry, and does Pyodide use it?
             import pyodide_js  # type: ignore[import-not-found]
 
             fr = getattr(pyodide_js._module, "finalizationRegistry", None)
             info = {
                 "typeof_FinalizationRegistry": str(type(getattr(js, "FinalizationRegistry", None))),
                 "module_registry": str(fr),
-                "module_registry_ctor": str(getattr(getattr(fr, "constructor", None), "name", None)),
+                "module_registry_ctor": str(
+                    getattr(getattr(fr, "constructor", None), "name", None)
+                ),
             }
             return Response(json.dumps(info))
         mode = str(url.searchParams.get("mode") or "same_wait")
         STATS["requests"] += 1
         body = json.loads(await request.text())
-        inputs = {"messages": body["messages"], "stream": True, "max_tokens": body.get("max_tokens", 1024)}
+        inputs = {
+            "messages": body["messages"],
+            "stream": True,
+            "max_tokens": body.get("max_tokens", 1024),
+        }
         upstream = await self.env.AI.run(body["model"], _obj(inputs))
         headers = js.Headers.new()
         headers.append("content-type", "text/event-stream; charset=utf-8")
@@ -70,13 +78,23 @@ class Default(WorkerEntrypoint):  # type: ignore[misc]
 
             def start(controller: Any) -> None:
                 enqueue.append(controller.enqueue)
-                if mode.startswith("first"):  # bytes before the upstream's first, as the relay sends
+                if mode.startswith(
+                    "first"
+                ):  # bytes before the upstream's first, as the relay sends
                     controller.enqueue(to_js(b"event: message_start\ndata: {}\n\n"))
 
             def transform(chunk: Any, _controller: Any) -> None:
                 enqueue[0](chunk)
 
-            stage = js.TransformStream.new(_obj({"start": create_proxy(start), "transform": create_proxy(transform), "cancel": create_proxy(on_cancel)}))
+            stage = js.TransformStream.new(
+                _obj(
+                    {
+                        "start": create_proxy(start),
+                        "transform": create_proxy(transform),
+                        "cancel": create_proxy(on_cancel),
+                    }
+                )
+            )
         on_done = create_proxy(settled)
         upstream.pipeTo(stage.writable).then(on_done, on_done)
         return Response(stage.readable, headers=headers)

@@ -17,8 +17,15 @@ from workers import Response, WorkerEntrypoint
 class Default(WorkerEntrypoint):  # type: ignore[misc]  # the SDK has no stubs
     async def fetch(self, request: Any) -> Any:
         body = json.loads(await request.text())
-        inputs = {"messages": body["messages"], "stream": True, "max_tokens": body.get("max_tokens", 1024)}
-        stream = await self.env.AI.run(body.get("model", "@cf/google/gemma-4-26b-a4b-it"), to_js(inputs, dict_converter=js.Object.fromEntries))
+        inputs = {
+            "messages": body["messages"],
+            "stream": True,
+            "max_tokens": body.get("max_tokens", 1024),
+        }
+        stream = await self.env.AI.run(
+            body.get("model", "@cf/google/gemma-4-26b-a4b-it"),
+            to_js(inputs, dict_converter=js.Object.fromEntries),
+        )
         headers = js.Headers.new()
         headers.append("content-type", "text/event-stream; charset=utf-8")
         return Response(stream, headers=headers)

@@ -30,7 +30,6 @@ import js
 from pyodide.ffi import create_once_callable, create_proxy, to_js
 from workers import Response, WorkerEntrypoint
 
-
 # Python values only (a deploy snapshots module state; no JS object may live here).
 _STATS: dict[str, int] = {}
 
@@ -69,7 +68,9 @@ def _void_caller(fn: Any, this: Any) -> Any:
     return call
 
 
-def _then_glue(upstream: Any, signal: Any, ctx: Any, copy: bool, wait: bool, void_write: bool = False) -> Any:
+def _then_glue(
+    upstream: Any, signal: Any, ctx: Any, copy: bool, wait: bool, void_write: bool = False
+) -> Any:
     """Python chains reader.read().then(on_chunk) itself; chunks go to an IdentityTransformStream.
 
     Endings: the upstream ends (done) or fails (read rejects); the client leaves, seen as
@@ -92,6 +93,7 @@ def _then_glue(upstream: Any, signal: Any, ctx: Any, copy: bool, wait: bool, voi
     if void_write:
         send = _void_caller(js.Reflect.get(writer, "write"), writer)
     else:
+
         def send(value: Any) -> None:
             quiet(write(value))
 
@@ -266,6 +268,7 @@ async def _entries(kind: str, n: int) -> None:
             finished.resolve(0)
 
     if kind == "microtask_chain":  # pyodide's then: each reaction schedules the next
+
         def step(value: Any) -> None:
             count()
             if left[0] > 0:
@@ -307,12 +310,15 @@ async def _entries(kind: str, n: int) -> None:
             await resolve(0)
         left[0] = 0
         finished.resolve(0)
-    elif kind == "microtask_queue":  # n x queueMicrotask(proxy): n top-level entries from microtasks
+    elif (
+        kind == "microtask_queue"
+    ):  # n x queueMicrotask(proxy): n top-level entries from microtasks
         proxy = create_proxy(count)
         q = js.queueMicrotask
         for _ in range(n):
             q(proxy)
     elif kind == "microtask_queue_chain":  # each microtask entry queues the next
+
         def qstep() -> None:
             count()
             if left[0] > 0:
@@ -357,9 +363,14 @@ async def _reads(kind: str, upstream: Any) -> dict[str, Any]:
             if r.done:
                 break
     ordered = sorted(sizes)
-    return {"reads": len(sizes), "bytes": sum(sizes), "min": ordered[0] if sizes else 0,
-            "median": ordered[len(sizes) // 2] if sizes else 0, "max": ordered[-1] if sizes else 0,
-            "first": sizes[:5]}
+    return {
+        "reads": len(sizes),
+        "bytes": sum(sizes),
+        "min": ordered[0] if sizes else 0,
+        "median": ordered[len(sizes) // 2] if sizes else 0,
+        "max": ordered[-1] if sizes else 0,
+        "first": sizes[:5],
+    }
 
 
 def _obj(value: dict[str, Any]) -> Any:
@@ -389,7 +400,7 @@ def _loop(kind: str, n: int) -> None:
     elif kind == "py_attr":  # Python reads a JS object's attribute n times
         o = js.Math
         for _ in range(n):
-            o.PI
+            _ = o.PI
     elif kind == "to_js_bytes":  # 100 bytes to a Uint8Array
         b = b"x" * 100
         for _ in range(n):
@@ -427,11 +438,17 @@ class Default(WorkerEntrypoint):  # type: ignore[misc]  # the SDK has no stubs
             then = get(js.Promise.prototype, "then")
             call = get(js.Function.prototype, "call")
             bind = get(js.Function.prototype, "bind")
-            out.append(f"then={js.String(then)[:40]} call={js.String(call)[:40]} bind={js.String(bind)[:40]}")
+            out.append(
+                f"then={js.String(then)[:40]} call={js.String(call)[:40]} bind={js.String(bind)[:40]}"
+            )
             ts = get(js.Object.prototype, "toString")
             p0 = js.Promise.resolve(0)
-            out.append(f"p0 type={type(p0).__name__} tostring={js.Reflect.apply(ts, p0, to_js([]))} isPromise={js.Reflect.apply(get(js.Promise, 'resolve'), js.Promise, to_js([p0])) == p0}")
-            out.append(f"js.Promise={js.String(js.Promise)[:60]} same={js.Promise == get(js.globalThis, 'Promise')}")
+            out.append(
+                f"p0 type={type(p0).__name__} tostring={js.Reflect.apply(ts, p0, to_js([]))} isPromise={js.Reflect.apply(get(js.Promise, 'resolve'), js.Promise, to_js([p0])) == p0}"
+            )
+            out.append(
+                f"js.Promise={js.String(js.Promise)[:60]} same={js.Promise == get(js.globalThis, 'Promise')}"
+            )
             for label, fn in [
                 ("reflect.apply(then)", lambda p: js.Reflect.apply(then, p, to_js([js.Boolean]))),
                 ("bound", lambda p: js.Reflect.apply(bind, call, to_js([then]))(p, js.Boolean)),
@@ -451,7 +468,11 @@ class Default(WorkerEntrypoint):  # type: ignore[misc]  # the SDK has no stubs
         if mode.startswith("loop:"):
             _loop(mode[5:], int(body["n"]))
             return Response("ok")
-        inputs = {"messages": body["messages"], "stream": True, "max_tokens": body.get("max_tokens", 1024)}
+        inputs = {
+            "messages": body["messages"],
+            "stream": True,
+            "max_tokens": body.get("max_tokens", 1024),
+        }
         upstream = await self.env.AI.run(body["model"], _obj(inputs))
         headers = js.Headers.new()
         headers.append("content-type", "text/event-stream; charset=utf-8")
@@ -461,14 +482,31 @@ class Default(WorkerEntrypoint):  # type: ignore[misc]  # the SDK has no stubs
             return Response(json.dumps(await _reads(mode[6:], upstream)))
         if mode.startswith("py_then_identity"):
             raw = request.js_object
-            body_out = _then_glue(upstream, raw.signal, self.ctx, copy="_bytes" in mode, wait="_wait" in mode,
-                                  void_write="_void" in mode)
+            body_out = _then_glue(
+                upstream,
+                raw.signal,
+                self.ctx,
+                copy="_bytes" in mode,
+                wait="_wait" in mode,
+                void_write="_void" in mode,
+            )
             return Response(body_out, headers=headers)
         if mode.startswith("py_sink_relay"):  # py_sink_relay[_wait][_noclosed]
             raw = request.js_object
-            return Response(_sink_glue(upstream, raw.signal, self.ctx, wait="_wait" in mode, watch_closed="_noclosed" not in mode), headers=headers)
+            return Response(
+                _sink_glue(
+                    upstream,
+                    raw.signal,
+                    self.ctx,
+                    wait="_wait" in mode,
+                    watch_closed="_noclosed" not in mode,
+                ),
+                headers=headers,
+            )
         if mode.startswith("py_async_identity"):
-            return Response(_async_glue(upstream, self.ctx, wait=mode.endswith("_wait")), headers=headers)
+            return Response(
+                _async_glue(upstream, self.ctx, wait=mode.endswith("_wait")), headers=headers
+            )
         proxies: list[Any] = []
 
         def done(_: Any = None) -> None:
@@ -489,7 +527,9 @@ class Default(WorkerEntrypoint):  # type: ignore[misc]  # the SDK has no stubs
             on_write = create_proxy(sink_this, capture_this=True)
             proxies.append(on_write)
             call = js.Reflect.get(js.Function.prototype, "call")
-            bound = js.Reflect.apply(js.Reflect.get(js.Function.prototype, "bind"), call, to_js([on_write]))
+            bound = js.Reflect.apply(
+                js.Reflect.get(js.Function.prototype, "bind"), call, to_js([on_write])
+            )
             sink_stream = js.WritableStream.new(_obj({"write": bound}))
 
             def closed_bound(_: Any = None) -> None:
@@ -536,6 +576,7 @@ class Default(WorkerEntrypoint):  # type: ignore[misc]  # the SDK has no stubs
             on_write = create_proxy(sink)
             proxies.append(on_write)
             sink_stream = js.WritableStream.new(_obj({"write": on_write}))
+
             def closed(_: Any = None) -> None:
                 writer.close()
                 done()
@@ -550,15 +591,19 @@ class Default(WorkerEntrypoint):  # type: ignore[misc]  # the SDK has no stubs
             enqueue.append(controller.enqueue)
 
         if mode == "py_transform_same":
+
             def transform(chunk: Any, _controller: Any) -> None:
                 enqueue[0](chunk)
         elif mode == "py_transform_noop":  # the entry alone: nothing enqueued (an empty answer)
+
             def transform(chunk: Any, _controller: Any) -> None:
                 pass
         elif mode == "py_transform_bytes":
+
             def transform(chunk: Any, _controller: Any) -> None:
                 enqueue[0](to_js(chunk.to_bytes()))
         elif mode == "py_transform_text":
+
             def transform(chunk: Any, _controller: Any) -> None:
                 enqueue[0](str(chunk))
         else:
@@ -567,8 +612,16 @@ class Default(WorkerEntrypoint):  # type: ignore[misc]  # the SDK has no stubs
         on_chunk = create_proxy(transform)
         proxies += [on_start, on_chunk]
         stage = js.TransformStream.new(_obj({"start": on_start, "transform": on_chunk}))
-        source = upstream.pipeThrough(js.TextDecoderStream.new()) if mode == "py_transform_text" else upstream
+        source = (
+            upstream.pipeThrough(js.TextDecoderStream.new())
+            if mode == "py_transform_text"
+            else upstream
+        )
         on_done = create_proxy(lambda _=None: done())  # itself never destroyed: a probe
         source.pipeTo(stage.writable).then(on_done, on_done)
-        out = stage.readable.pipeThrough(js.TextEncoderStream.new()) if mode == "py_transform_text" else stage.readable
+        out = (
+            stage.readable.pipeThrough(js.TextEncoderStream.new())
+            if mode == "py_transform_text"
+            else stage.readable
+        )
         return Response(out, headers=headers)

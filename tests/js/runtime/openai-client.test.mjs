@@ -8,7 +8,7 @@ import { after, before, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import OpenAI from "openai";
 
-const ROOT = fileURLToPath(new URL("../..", import.meta.url));
+const ROOT = fileURLToPath(new URL("../../..", import.meta.url));
 const MODEL = "@cf/openai/gpt-oss-20b";
 const WEATHER = { type: "function", function: { name: "get_weather", description: "The weather now",
   parameters: { type: "object", properties: { city: { type: "string" } }, required: ["city"] } } };
