@@ -149,11 +149,11 @@ class Relay:
 
     @property
     def usage(self) -> dict[str, int] | None:
-        return self._decoder.usage
+        return self._decoder.frames.usage
 
     @property
     def malformed(self) -> int:
-        return self._decoder.malformed
+        return self._decoder.frames.malformed
 
     def start(self) -> bytes:
         return self._encoder.start()
@@ -235,7 +235,7 @@ class Relay:
             return b""
         out = self._parts(self._held())
         self.closed = True
-        self.ending = Finished(stop_reason="cancelled", usage=self._decoder.usage)
+        self.ending = Finished(stop_reason="cancelled", usage=self._decoder.frames.usage)
         return out + self._encoder.finished(self.ending)
 
     def next_deadline(self) -> float:
@@ -271,7 +271,7 @@ class Relay:
 
     def _finish(self) -> bytes:
         self.closed = True
-        decoder = self._decoder
+        decoder = self._decoder.frames
         reason = decoder.finish_reason
         if self._stops is not None and self._stops.stopped:
             reason = "stop"  # the relay's own stop string: the model did not get to finish

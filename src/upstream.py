@@ -1,451 +1,74 @@
-"""Incremental decoder for the Workers AI text-generation stream.
+"""Incremental decoder for the Workers AI text-generation stream: bytes in, parts out.
 
-Workers AI streams Server-Sent Events whose data is either the native shape
-``{"response": "...", "tool_calls": [], "p": "<padding>"}`` (empty first and last frames,
-one frame with no ``response``, then ``{"response": "", "usage": {...}}``) or the OpenAI
-shape ``{"choices": [{"delta": {"content": ..., "reasoning_content": ...}, "finish_reason":
-...}], "usage": {...}, "p": ...}``, ended by ``data: [DONE]``. Network reads split frames,
-lines and UTF-8 characters anywhere, so nothing here assumes a read is a line or a frame.
-
-What comes out is an ordered list of parts, ``(TEXT, s)`` or ``(THINKING, s)``: reasoning
-arrives in ``delta.reasoning_content`` and/or ``delta.reasoning`` (Kimi sends both with the
-same text: it is relayed once), or inline as <think>...</think> (see think_tags).
-
-Tool calls come out apart from the parts, as ToolCall pieces numbered from 0 in order of
-appearance, in either upstream form: OpenAI-shaped ``delta.tool_calls`` (incremental by
-``index``: id and name first, arguments in pieces; ``message.tool_calls`` when not streamed),
-or the native top-level ``"tool_calls": [{"name", "arguments": {...}}]``, each call whole.
-A native JSON-mode answer has an object as its ``response``: it is relayed as JSON text.
-
-Usage: the latest non-zero counts win. Counts are cumulative (qwen over REST repeats them
-on every chunk), so they are never summed, and the all-zero usage some paths send before or
-after the real one never overwrites it.
+Three layers, each linear in its input for any split: UTF-8 (a character may be cut between
+reads), ``sse_lines`` (lines and each event's data; a line or an event may be cut anywhere)
+and ``frames`` (what each event's data means: text, reasoning, tool calls, usage, [DONE]).
+Nothing here assumes a read is a line or a frame.
 """
 
 from __future__ import annotations
 
 import codecs
-import json
-import re
-from dataclasses import dataclass, field
 
-from think_tags import TEXT, THINKING, Part, ThinkTags
+from frames import TEXT, THINKING, Decoded, Frames, Part, ToolCall, finish_reason
+from sse_lines import DataFields, LineDecoder
 
 __all__ = ["TEXT", "THINKING", "Decoded", "Part", "ToolCall", "UpstreamDecoder", "finish_reason"]
 
-USAGE_KEYS = ("prompt_tokens", "completion_tokens", "total_tokens")
-
-
-def _cached_tokens(usage: dict[str, object]) -> int | None:
-    """Prompt tokens served from the prefix cache: OpenAI's usage.prompt_tokens_details
-    .cached_tokens (what Workers AI sends, workers-ai-provider 3.1.13), or a flat cached_tokens.
-    Kept in our usage as a flat `cached_tokens`."""
-    details = usage.get("prompt_tokens_details")
-    value = (
-        details.get("cached_tokens") if isinstance(details, dict) else usage.get("cached_tokens")
-    )
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
-
-
-# The native frame as Workers AI sends it, when its text needs no JSON unescaping:
-# the text is then the match itself, and json.loads (the slow part) is skipped.
-_NATIVE = r'\{"response":"([^"\\\x00-\x1f]*)"(?:,"tool_calls":\[\])?(?:,"p":"[^"\\\x00-\x1f]*")?\}'
-_PLAIN_NATIVE = re.compile(_NATIVE)
-# The commonest read of all: exactly one such frame.
-_ONE_PLAIN_FRAME = re.compile("data: " + _NATIVE + "\n\n")
-
-# The same for the OpenAI-shaped chunk the reasoning models stream, in their key order, when
-# it carries only text: no tool_calls, usage or finish_reason, and a delta of up to four
-# role/content/reasoning_content/reasoning pairs, each key and value captured (a value is a
-# string with nothing to unescape, or null: None). A value holds no quote, so no '":"' in it
-# can pass for a pair. More pairs (only repeats do that) and anything else take the JSON path.
-_PLAIN = r'"[^"\\\x00-\x1f]*+"'
-_PAIR = r'"(role|content|reasoning_content|reasoning)":(?:"([^"\\\x00-\x1f]*+)"|null)'
-_CHUNK = (
-    r'\{"id":' + _PLAIN + r',"object":"chat\.completion\.chunk"(?:,"created":(?:0|[1-9][0-9]*+))?'
-    r'(?:,"model":'
-    + _PLAIN
-    + r')?,"choices":\[\{"index":0,"delta":\{'
-    + "(?:"
-    + _PAIR
-    + ("(?:," + _PAIR + ")?") * 3
-    + ")?"
-    + r'\}(?:,"logprobs":null)?,"finish_reason":null(?:,"stop_reason":null)?\}\](?:,"p":'
-    + _PLAIN
-    + r")?\}"
-)
-_PLAIN_CHUNK = re.compile(_CHUNK)
-_ONE_PLAIN_CHUNK = re.compile("data: " + _CHUNK + "\n\n")
-
-# The finish reasons we report, from what models send. Anything else is "stop" (the
-# answer did end) and the raw value is kept for the log.
-FINISH_REASONS = {
-    "stop": "stop",
-    "eos": "stop",
-    "end_turn": "stop",
-    "stop_sequence": "stop",
-    "length": "length",
-    "max_tokens": "length",
-    "model_length": "length",
-    "tool_calls": "tool_calls",
-    "function_call": "tool_calls",
-    "tool_use": "tool_calls",
-    "content_filter": "content_filter",
-}
-
-
-def finish_reason(raw: str) -> str:
-    """One of stop, length, tool_calls, content_filter; an unknown reason is "stop"."""
-    return FINISH_REASONS.get(raw, "stop")
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ToolCall:
-    """A piece of tool call number ``index``: its first piece has the name (and the id, when
-    the model gave one); ``arguments`` is the next piece of the JSON arguments text."""
-
-    index: int
-    id: str | None = None
-    name: str | None = None
-    arguments: str = ""
-
-
-@dataclass(slots=True)
-class Decoded:
-    """What one feed() produced: text and reasoning parts in stream order, tool-call pieces
-    (None when there are none, the common case: no list is made per token), and [DONE]."""
-
-    parts: list[Part] = field(default_factory=list)
-    done: bool = False
-    tool_calls: list[ToolCall] | None = None
-
-
-def _json_text(value: object) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-
 
 class UpstreamDecoder:
-    """``opens_thinking``: the model starts inside <think> without writing the tag."""
+    """``opens_thinking``: the model starts inside <think> without writing the tag. What the
+    stream said so far (usage, finish reason, what kinds of parts came) is read off ``frames``."""
 
     def __init__(self, *, opens_thinking: bool = False) -> None:
         self._utf8 = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self._bom = True  # a leading U+FEFF may still come (SSE strips it)
-        # The start of a line whose end has not come, in pieces: joined once, when it ends, so
-        # a long line in many reads costs its length and not its length times the reads.
-        self._pending: list[str] = []
-        # The last read ended in CR: a LF first in the next one belongs to it (CRLF split).
-        self._skip_lf = False
-        self._data: list[str] = []
-        self._tags: ThinkTags | None = ThinkTags(thinking=opens_thinking)
-        self.done = False
-        self.malformed = 0
-        self.usage: dict[str, int] | None = None
-        self.finish_reason: str | None = None
-        self.unknown_finish_reason: str | None = None
-        self.text_seen = False
-        self.thinking_seen = False
-        self.tool_calls_seen = False
-        self._calls: dict[object, int] = {}  # upstream key (index, or id) -> our index
-        self._last_call: object = None
-        self._openai_calls = False
+        self._lines = LineDecoder()
+        self._fields = DataFields()
+        self.frames = Frames(opens_thinking=opens_thinking)
+
+    @property
+    def done(self) -> bool:
+        """[DONE] came: what follows it is not read."""
+        return self.frames.done
 
     def feed(self, chunk: bytes) -> Decoded:
+        out = Decoded()
+        frames = self.frames
+        if frames.done:
+            return out
         text = self._utf8.decode(chunk)
         if self._bom and text:
-            self._bom = False
-            if text[0] == "\ufeff":
-                text = text[1:]
-        if not self._data and not self._skip_lf and not self.done and "\r" not in text:
-            # A frame often comes in two reads (measured on workerd: ~2 reads per token, the
-            # first ending mid-line). A piece with no line end only waits (_pending never holds
-            # a line end); the piece that completes it joins it for the fast path.
-            if "\n" not in text:
-                if text:
-                    self._pending.append(text)
-                return Decoded()
-            if self._pending:
-                self._pending.append(text)
-                text = "".join(self._pending)
-                self._pending = []
-        # Fast path: nothing pending and whole LF-framed frames, as Workers AI sends them.
-        if (
-            not self._pending
-            and not self._data
-            and not self._skip_lf
-            and not self.done
-            and text.endswith("\n\n")
-            and "\r" not in text
-        ):
-            one = _ONE_PLAIN_FRAME.fullmatch(text)
-            if one is not None:
-                if not (piece := one.group(1)):
-                    return Decoded()
-                if self._tags is None:
-                    self.text_seen = True
-                    return Decoded([(TEXT, piece)])
-                out = Decoded()
-                self._content(piece, out)
-                return out
-            out = Decoded()
-            frame = _ONE_PLAIN_CHUNK.fullmatch(text)
-            if frame is not None:
-                self._plain_delta(frame, out)
-                return out
-            for block in text[:-2].split("\n\n"):
-                if block.startswith("data: ") and "\n" not in block:
-                    self._data.append(block[6:])
-                    self._dispatch(out)
-                else:
-                    for line in block.split("\n"):
-                        self._line(line, out)
-                    self._line("", out)
-                if self.done:
-                    break
-            return out
-        return self._decode(text, final=False)
+            text = self._strip_bom(text)
+        for payload in self._fields.feed(self._lines.decode(text)):
+            frames.frame(payload, out)
+            if frames.done:
+                break
+        return out
 
     def flush(self) -> Decoded:
-        """End of input: a frame cut off by the end (no blank line after it) still counts."""
-        text = self._utf8.decode(b"", final=True)
-        if self._bom and text[:1] == "\ufeff":
-            text = text[1:]
-        out = self._decode(text, final=True)
-        if self._data and not self.done:
-            self._dispatch(out)
-        if not self.done:
-            self._release(out)
-        return out
-
-    def _decode(self, text: str, *, final: bool) -> Decoded:
-        """Lines end in LF, CRLF or CR (SSE's three), and any read may split them. Linear in
-        the input: every line end becomes LF in one pass (a CR that ends a read is a line end
-        already; a LF that starts the next one is then its CRLF's), and one split finds them."""
+        """End of input: a line or frame cut off by the end still counts, then the text held
+        back while a <think> tag might have been forming."""
         out = Decoded()
-        if self.done:
+        frames = self.frames
+        if frames.done:
             return out
-        if text:
-            if self._skip_lf and text[0] == "\n":
-                text = text[1:]
-            self._skip_lf = False
-            if "\r" in text:
-                self._skip_lf = text[-1] == "\r"
-                text = text.replace("\r\n", "\n").replace("\r", "\n")
-        if "\n" not in text:
-            if text:
-                self._pending.append(text)
-            if final and self._pending:
-                self._line(self._take(""), out)
-            return out
-        lines = text.split("\n")
-        if self._pending:
-            lines[0] = self._take(lines[0])
-        rest = lines.pop()
-        for line in lines:
-            self._line(line, out)
-            if self.done:
-                self._pending = []
-                return out
-        if rest:
-            if final:
-                self._line(rest, out)
-            else:
-                self._pending.append(rest)
+        text = self._utf8.decode(b"", final=True)
+        if self._bom and text:
+            text = self._strip_bom(text)
+        events = self._fields.feed(self._lines.decode(text) + self._lines.flush())
+        last = self._fields.flush()  # the input ended inside an event: it still counts
+        if last is not None:
+            events.append(last)
+        for payload in events:
+            frames.frame(payload, out)
+            if frames.done:
+                break
+        if not frames.done:
+            frames.release(out)
         return out
 
-    def _take(self, end: str) -> str:
-        """The pending start of a line, with its `end`: the whole line."""
-        self._pending.append(end)
-        line = "".join(self._pending)
-        self._pending = []
-        return line
-
-    def _line(self, line: str, out: Decoded) -> None:
-        if not line:
-            if self._data:
-                self._dispatch(out)
-            return
-        if line.startswith("data:"):
-            value = line[5:]
-            self._data.append(value[1:] if value.startswith(" ") else value)
-        elif line == "data":
-            self._data.append("")
-        # Comments (":...") and other fields (event, id, retry) carry nothing we relay.
-
-    def _emit(self, kind: str, text: str, out: Decoded) -> None:
-        if kind == TEXT:
-            self.text_seen = True
-        else:
-            self.thinking_seen = True
-        out.parts.append((kind, text))
-
-    def _content(self, text: str, out: Decoded) -> None:
-        tags = self._tags
-        if tags is None:
-            self.text_seen = True
-            out.parts.append((TEXT, text))
-            return
-        for kind, piece in tags.feed(text):
-            self._emit(kind, piece, out)
-        if tags.idle:
-            self._tags = None  # plain answer text from here on: back to the fast path
-
-    def _release(self, out: Decoded) -> None:
-        if self._tags is not None:
-            for kind, piece in self._tags.flush():
-                self._emit(kind, piece, out)
-
-    def _dispatch(self, out: Decoded) -> None:
-        payload = self._data[0] if len(self._data) == 1 else "\n".join(self._data)
-        self._data = []
-        plain = _PLAIN_NATIVE.fullmatch(payload)
-        if plain is not None:
-            if text := plain.group(1):
-                self._content(text, out)
-            return
-        chunk = _PLAIN_CHUNK.fullmatch(payload)
-        if chunk is not None:
-            self._plain_delta(chunk, out)
-            return
-        if payload == "[DONE]":
-            self._release(out)
-            self.done = out.done = True
-            return
-        try:
-            frame = json.loads(payload)
-        except ValueError:
-            self.malformed += 1
-            return
-        if not isinstance(frame, dict):
-            self.malformed += 1
-            return
-        text = frame.get("response")
-        reason = frame.get("finish_reason")
-        choices = frame.get("choices")
-        if isinstance(choices, list) and choices and isinstance(choices[0], dict):
-            choice = choices[0]
-            # A streamed chunk has a delta; a non-streamed result (replayed as one frame)
-            # has the whole message.
-            delta = choice.get("delta")
-            if not isinstance(delta, dict):
-                delta = choice.get("message")
-            if isinstance(delta, dict):
-                calls = delta.get("tool_calls")
-                if isinstance(calls, list) and calls:
-                    self._openai_tool_calls(calls, whole=delta is choice.get("message"), out=out)
-                self._reasoning(delta.get("reasoning_content"), delta.get("reasoning"), out)
-                text = delta.get("content")
-            reason = choice.get("finish_reason")
-        else:
-            calls = frame.get("tool_calls")
-            # A trailing native frame after OpenAI-shaped chunks must not double their calls.
-            if isinstance(calls, list) and calls and not self._openai_calls:
-                self._native_tool_calls(calls, out)
-        if isinstance(text, str):
-            if text:
-                self._content(text, out)
-        elif isinstance(text, (int, float)) and not isinstance(text, bool):
-            self._content(json.dumps(text), out)
-        elif isinstance(text, (dict, list)):
-            self._content(_json_text(text), out)
-        if isinstance(reason, str) and reason:
-            self.finish_reason = finish_reason(reason)
-            if reason not in FINISH_REASONS:
-                self.unknown_finish_reason = reason
-        usage = frame.get("usage")
-        if isinstance(usage, dict):
-            clean = {
-                key: value
-                for key in USAGE_KEYS
-                if isinstance(value := usage.get(key), int) and not isinstance(value, bool)
-            }
-            cached = _cached_tokens(usage)
-            if cached is None and self.usage is not None:
-                cached = self.usage.get("cached_tokens")  # a later frame that leaves it out
-            if cached is not None and clean:
-                clean["cached_tokens"] = cached
-            if clean and (self.usage is None or any(clean.values())):
-                self.usage = clean
-
-    def _plain_delta(self, chunk: re.Match[str], out: Decoded) -> None:
-        """What _dispatch's JSON path does with a chunk _PLAIN_CHUNK matched: the same parts."""
-        k1, v1, k2, v2, k3, v3, k4, v4 = chunk.groups()
-        delta = {k1: v1, k2: v2, k3: v3, k4: v4}  # a repeated key: the last wins, as in json.loads
-        self._reasoning(delta.get("reasoning_content"), delta.get("reasoning"), out)
-        if text := delta.get("content"):
-            self._content(text, out)
-
-    def _reasoning(self, thought: object, other: object, out: Decoded) -> None:
-        """A delta's reasoning: reasoning_content, then reasoning unless it repeats it (Kimi
-        sends both fields with the same text: it is relayed once)."""
-        if isinstance(thought, str) and thought:
-            self._emit(THINKING, thought, out)
-        if isinstance(other, str) and other and other != thought:
-            self._emit(THINKING, other, out)
-
-    def _call(
-        self, key: object, out: Decoded, *, id: str | None, name: str | None, arguments: str
-    ) -> None:
-        """One piece of the call known upstream as ``key``; a key not seen before starts a call."""
-        index = self._calls.get(key)
-        first = index is None
-        if index is None:
-            index = self._calls[key] = len(self._calls)
-        self._last_call = key
-        self.tool_calls_seen = True
-        if out.tool_calls is None:
-            out.tool_calls = []
-        if first:
-            out.tool_calls.append(ToolCall(index=index, id=id, name=name, arguments=arguments))
-        elif arguments or name:
-            out.tool_calls.append(ToolCall(index=index, name=name, arguments=arguments))
-
-    def _openai_tool_calls(self, calls: list[object], *, whole: bool, out: Decoded) -> None:
-        """``whole``: a non-streamed message, each item a complete call."""
-        self._openai_calls = True
-        for position, item in enumerate(calls):
-            if not isinstance(item, dict):
-                self.malformed += 1
-                continue
-            function = item.get("function")
-            function = function if isinstance(function, dict) else {}
-            index, id = item.get("index"), item.get("id")
-            if isinstance(index, int) and not isinstance(index, bool):
-                key: object = ("index", index)
-            elif isinstance(id, str) and id:
-                key = ("id", id)
-            else:
-                key = ("index", position) if whole or self._last_call is None else self._last_call
-            self._call(
-                key,
-                out,
-                id=id if isinstance(id, str) and id else None,
-                name=_str(function.get("name")),
-                arguments=_arguments(function.get("arguments")),
-            )
-
-    def _native_tool_calls(self, calls: list[object], out: Decoded) -> None:
-        for item in calls:
-            if not isinstance(item, dict):
-                self.malformed += 1
-                continue
-            function = item.get("function")
-            source = function if isinstance(function, dict) else item
-            id = item.get("id")
-            self._call(
-                ("native", len(self._calls)),
-                out,
-                id=id if isinstance(id, str) and id else None,
-                name=_str(source.get("name")),
-                arguments=_arguments(source.get("arguments")),
-            )
-
-
-def _str(value: object) -> str | None:
-    return value if isinstance(value, str) and value else None
-
-
-def _arguments(value: object) -> str:
-    """Arguments as OpenAI sends them, JSON text; native models send the object itself."""
-    if value is None:
-        return ""
-    return value if isinstance(value, str) else _json_text(value)
+    def _strip_bom(self, text: str) -> str:
+        """The first text decoded: without a leading U+FEFF, as SSE reads it."""
+        self._bom = False
+        return text[1:] if text[0] == "\ufeff" else text

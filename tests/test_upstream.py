@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-import upstream
-from upstream import TEXT, Decoded, UpstreamDecoder
+import frames
+from upstream import TEXT, UpstreamDecoder
 
 
 def run(chunks: list[bytes]) -> tuple[list[str], UpstreamDecoder, bool]:
@@ -138,7 +138,7 @@ def check(name: str, chunks: list[bytes]) -> None:
     assert done is facts["done"]
     for key in ("usage", "finish_reason", "malformed"):
         if key in facts:
-            assert getattr(decoder, key) == facts[key]
+            assert getattr(decoder.frames, key) == facts[key]
 
 
 @pytest.mark.parametrize("name", list(STREAMS))
@@ -170,7 +170,7 @@ def test_byte_at_a_time(name: str) -> None:
 
 def test_invalid_utf8_is_replaced_not_fatal() -> None:
     texts, decoder, done = run([b'data: {"response":"a\xff"}\n\ndata: [DONE]\n\n'])
-    assert decoder.malformed == 0 and done
+    assert decoder.frames.malformed == 0 and done
     assert texts == ["a\ufffd"]
 
 
@@ -181,7 +181,7 @@ def test_usage_keeps_only_integer_counts() -> None:
         ]
     )
     assert texts == []
-    assert decoder.usage == {"prompt_tokens": 1}
+    assert decoder.frames.usage == {"prompt_tokens": 1}
 
 
 def decode(
@@ -240,7 +240,7 @@ def usage_frame(prompt: int, completion: int) -> bytes:
 )
 def test_usage_rules(frames: list[bytes], expected: dict[str, int]) -> None:
     _, decoder = decode(b"".join(frames))
-    assert decoder.usage == expected
+    assert decoder.frames.usage == expected
 
 
 @pytest.mark.parametrize(
@@ -260,7 +260,7 @@ def test_usage_rules(frames: list[bytes], expected: dict[str, int]) -> None:
 )
 def test_finish_reasons_map_to_a_documented_set(raw: str, mapped: str, unknown: str | None) -> None:
     _, decoder = decode(data({"choices": [{"delta": {}, "finish_reason": raw}]}))
-    assert (decoder.finish_reason, decoder.unknown_finish_reason) == (mapped, unknown)
+    assert (decoder.frames.finish_reason, decoder.frames.unknown_finish_reason) == (mapped, unknown)
 
 
 def test_reasoning_fields_relayed_once_when_equal_and_both_when_not() -> None:
@@ -272,7 +272,7 @@ def test_reasoning_fields_relayed_once_when_equal_and_both_when_not() -> None:
     )
     parts, decoder = decode(same + other)
     assert parts == [("thinking", "a"), ("thinking", "b"), ("thinking", "c"), ("text", "d")]
-    assert decoder.thinking_seen and decoder.text_seen
+    assert decoder.frames.thinking_seen and decoder.frames.text_seen
 
 
 @pytest.mark.parametrize("at", range(0, 4))
@@ -298,13 +298,11 @@ def test_only_a_leading_bom_is_stripped() -> None:
     ],
 )
 def test_fast_path_covers_the_real_native_frame(frame: bytes) -> None:
-    import upstream
-
-    assert upstream._ONE_PLAIN_FRAME.fullmatch(frame.decode()) is not None
+    assert frames._fast(frame.decode()[6:-2]) == ("a", None, None)
     assert decode(frame)[0] == [("text", "a")]
 
 
-# The OpenAI-chunk fast path (upstream._PLAIN_CHUNK) against the JSON path it skips: each frame
+# The OpenAI-chunk fast path (frames._PLAIN_CHUNK) against the JSON path it skips: each frame
 # goes through a decoder as is and through one with the fast path matching nothing, fed the
 # same reads; every outcome must be the same, and the frames marked fast must skip json.loads.
 HEAD = (
@@ -577,26 +575,20 @@ NEVER = re.compile(r"(?!)")
 
 def outcome(
     reads: list[bytes], *, slow: bool, opens_thinking: bool = False
-) -> tuple[dict[str, object], int, int]:
+) -> tuple[dict[str, object], int]:
     """Each read's parts, tool calls and done, then the decoder's facts after flush(); and how
-    often json.loads and _dispatch ran (the line splitter's way to a frame)."""
-    counts = {"loads": 0, "dispatch": 0}
-    loads, dispatch = json.loads, UpstreamDecoder._dispatch
+    often json.loads ran."""
+    counts = {"loads": 0}
+    loads = json.loads
 
     def counted_loads(*args: Any, **kwargs: Any) -> Any:
         counts["loads"] += 1
         return loads(*args, **kwargs)
 
-    def counted_dispatch(self: UpstreamDecoder, out: Decoded) -> None:
-        counts["dispatch"] += 1
-        dispatch(self, out)
-
     with pytest.MonkeyPatch.context() as patch:
         if slow:
-            patch.setattr(upstream, "_PLAIN_CHUNK", NEVER)
-            patch.setattr(upstream, "_ONE_PLAIN_CHUNK", NEVER)
-        patch.setattr(json, "loads", counted_loads)  # the module upstream calls it on
-        patch.setattr(UpstreamDecoder, "_dispatch", counted_dispatch)
+            patch.setattr(frames, "_PLAIN_CHUNK", NEVER)
+        patch.setattr(json, "loads", counted_loads)  # the module frames calls it on
         decoder = UpstreamDecoder(opens_thinking=opens_thinking)
         results = [decoder.feed(read) for read in reads] + [decoder.flush()]
     facts = (
@@ -610,8 +602,8 @@ def outcome(
         "done",
     )
     seen: dict[str, object] = {"reads": [(out.parts, out.tool_calls, out.done) for out in results]}
-    seen.update({key: getattr(decoder, key) for key in facts})
-    return seen, counts["loads"], counts["dispatch"]
+    seen.update({key: getattr(decoder.frames, key) for key in facts})
+    return seen, counts["loads"]
 
 
 @pytest.mark.parametrize("opens_thinking", [False, True], ids=["plain", "opens_thinking"])
@@ -626,13 +618,11 @@ def test_openai_fast_path_decodes_as_json_does(
     # Whole, split anywhere in two reads, after another frame and after it in the same read.
     splits = [[wire]] + [[wire[:at], wire[at:]] for at in range(1, len(wire))]
     for reads in [*splits, [before, wire], [before + wire]]:
-        slow, _, _ = outcome(reads, slow=True, opens_thinking=opens_thinking)
-        got, loads, dispatches = outcome(reads, slow=False, opens_thinking=opens_thinking)
+        slow, _ = outcome(reads, slow=True, opens_thinking=opens_thinking)
+        got, loads = outcome(reads, slow=False, opens_thinking=opens_thinking)
         assert got == slow, f"{name}: {payload!r} read as {reads!r}"
         if fast:
             assert loads == 0, f"{name} took the JSON path: {payload!r} read as {reads!r}"
-            if reads == [wire] or b"\n" not in reads[0]:  # whole, or the first read ends mid-line
-                assert dispatches == 0, f"{name} went through the line splitter: {reads!r}"
         else:
             assert loads >= 1, f"{name} took the fast path: {payload!r}"
 
@@ -648,12 +638,12 @@ def test_openai_fast_path_covers_the_fixture_chunks() -> None:
 def test_openai_fast_path_keeps_state_across_a_stream(opens_thinking: bool) -> None:
     """All the chunks one after another, one read each and all in one read: think-tag state,
     *_seen, usage and finish carry over from frame to frame the same way on both paths."""
-    frames = [f"data: {payload}\n\n".encode() for _, payload, _ in ALL_CHUNKS] + [
+    wires = [f"data: {payload}\n\n".encode() for _, payload, _ in ALL_CHUNKS] + [
         b"data: [DONE]\n\n"
     ]
-    for reads in (frames, [b"".join(frames)]):
-        slow, slow_loads, _ = outcome(reads, slow=True, opens_thinking=opens_thinking)
-        got, loads, _ = outcome(reads, slow=False, opens_thinking=opens_thinking)
+    for reads in (wires, [b"".join(wires)]):
+        slow, slow_loads = outcome(reads, slow=True, opens_thinking=opens_thinking)
+        got, loads = outcome(reads, slow=False, opens_thinking=opens_thinking)
         assert got == slow
         assert slow_loads - loads == sum(fast for _, _, fast in ALL_CHUNKS)
 
@@ -742,4 +732,4 @@ def test_cached_prompt_tokens_are_kept(frames: list[dict[str, Any]], usage: dict
     decoder.feed(
         b"".join(b"data: " + json.dumps(f).encode() + b"\n\n" for f in frames) + b"data: [DONE]\n\n"
     )
-    assert decoder.usage == usage
+    assert decoder.frames.usage == usage

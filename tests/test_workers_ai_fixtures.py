@@ -142,7 +142,12 @@ def test_decoder_at_every_split(name: str) -> None:
         parts += decoder.flush().parts
         where = [len(c) for c in chunks]
         assert merged(parts) == expect.parts, where
-        assert (decoder.usage, decoder.finish_reason, decoder.done, decoder.malformed) == (
+        assert (
+            decoder.frames.usage,
+            decoder.frames.finish_reason,
+            decoder.done,
+            decoder.frames.malformed,
+        ) == (
             expect.usage,
             expect.finish_reason,
             True,
