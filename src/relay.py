@@ -96,7 +96,21 @@ INCOMPLETE = Failed(
 
 
 class Relay:
-    """Feeding it reads no clock (a clock read costs a JS round trip per token in Pyodide):
+    """What a driver must do (RelayPipe in the Worker, drive() on the host, relay_whole() for a
+    one-shot result), the one contract both follow:
+
+    1. send start()'s bytes first;
+    2. call feed(chunk) for each upstream chunk, in order, and send what it returns;
+    3. call tick(now) at (or after) next_deadline(), and send what it returns;
+    4. at the upstream's end call end(); when the upstream fails, fail(reason); when its own
+       code around a call raises, crash(exc); each returns the last bytes to send;
+    5. when the client goes away, abandon(): nothing more is sent;
+    6. once ``closed`` is true, send nothing more and stop (cancel) the upstream read.
+
+    Every way an answer ends (finished, failed, cancelled on purpose, abandoned) goes through
+    one method, _close(), which sets ``closed`` and ``ending`` once.
+
+    Feeding it reads no clock (a clock read costs a JS round trip per token in Pyodide):
     feed() only notes that data came or went, and tick() dates that activity when it runs.
     Ticks come at least every quarter of the shorter interval, so a ping or a timeout is
     late by at most a quarter of its interval.
@@ -234,9 +248,15 @@ class Relay:
         if self.closed:
             return b""
         out = self._parts(self._held())
-        self.closed = True
-        self.ending = Finished(stop_reason="cancelled", usage=self._decoder.frames.usage)
-        return out + self._encoder.finished(self.ending)
+        return out + self._close(
+            Finished(stop_reason="cancelled", usage=self._decoder.frames.usage)
+        )
+
+    def abandon(self) -> None:
+        """The client went away: the answer ends with nothing more sent (no one would read it);
+        ``ending`` stays None, which the request log reads as the client's leaving."""
+        if not self.closed:
+            self._close(None)
 
     def next_deadline(self) -> float:
         timing = self._timing
@@ -270,7 +290,6 @@ class Relay:
         return b""
 
     def _finish(self) -> bytes:
-        self.closed = True
         decoder = self._decoder.frames
         reason = decoder.finish_reason
         if self._stops is not None and self._stops.stopped:
@@ -289,15 +308,22 @@ class Relay:
                 f"unknown finish_reason {decoder.unknown_finish_reason!r} reported as {reason!r}"
             )
         while_thinking = reason == "length" and decoder.thinking_seen and not decoder.text_seen
-        self.ending = Finished(
-            stop_reason=reason, usage=decoder.usage, while_thinking=while_thinking
+        return self._close(
+            Finished(stop_reason=reason, usage=decoder.usage, while_thinking=while_thinking)
         )
-        return self._encoder.finished(self.ending)
 
     def _fail(self, failure: Failed) -> bytes:
+        return self._close(failure)
+
+    def _close(self, ending: Finished | Failed | None) -> bytes:
+        """The one way an answer ends: closed from here on, and the terminal event's bytes."""
         self.closed = True
-        self.ending = failure
-        return self._encoder.failed(failure)
+        self.ending = ending
+        if ending is None:
+            return b""
+        if isinstance(ending, Finished):
+            return self._encoder.finished(ending)
+        return self._encoder.failed(ending)
 
 
 def relay_whole(relay: Relay, whole: OneShot) -> bytes:
@@ -354,5 +380,7 @@ async def drive(source: ByteSource, relay: Relay) -> AsyncGenerator[bytes, None]
     finally:
         if pending is not None:
             pending.cancel()
+        if not relay.closed:
+            relay.abandon()  # the consumer stopped reading: the client went away
         if not at_end:
             source.cancel()

@@ -202,14 +202,56 @@ def test_drive_pings_then_times_out_and_cancels_upstream() -> None:
 def test_drive_closed_early_by_its_consumer_cancels_upstream_once() -> None:
     source = FakeSource([(0.01, step) for _, step in frames(*"abcdefgh")])
 
+    relays: list[Relay] = []
+
     async def first_two() -> None:
-        gen = drive(source, chat_relay())
+        relays.append(relay := chat_relay())
+        gen = drive(source, relay)
         await anext(gen)
         await anext(gen)
         await gen.aclose()
 
     asyncio.run(first_two())
     assert source.cancelled == 1 and source.reads_after_cancel == 0
+    relay = relays[0]
+    assert (relay.closed, relay.ending) == (True, None), "drive did not abandon the relay"
+
+
+def test_abandon_ends_the_answer_with_nothing_more_sent() -> None:
+    rec = Recorder()
+    relay = Relay(rec, FAST, now=0.0)
+    relay.start()
+    relay.feed(wire("a", done=False)[0])
+    relay.abandon()
+    assert (relay.closed, relay.ending) == (True, None)
+    later = [relay.feed(wire("b")[0]), relay.tick(99.0), relay.end(), relay.cancel()]
+    assert later == [b""] * 4, later
+    relay.abandon()
+    assert rec.calls == ["start", ["a"]], "an abandoned answer must say nothing more"
+
+
+def test_every_ending_is_set_once() -> None:
+    """After any ending, the others change nothing: the first one stands."""
+    for first in ("end", "fail", "crash", "cancel", "timeout"):
+        relay = Relay(Recorder(), FAST, now=0.0)
+        relay.feed(wire("a", done=False)[0])
+        if first == "end":
+            relay.end()
+        elif first == "fail":
+            relay.fail("broken")
+        elif first == "crash":
+            relay.crash(ValueError("ours"))
+        elif first == "cancel":
+            relay.cancel()
+        else:
+            relay.tick(1.0)  # dates the data that came
+            relay.tick(99.0)
+        ending = relay.ending
+        assert relay.closed and ending is not None, first
+        later = [relay.end(), relay.fail("x"), relay.crash(ValueError()), relay.cancel()]
+        relay.abandon()
+        assert later == [b""] * 4, f"{first}: then {later!r}"
+        assert relay.ending is ending, f"{first}: became {relay.ending!r}"
 
 
 def test_drive_cancelled_while_waiting_cancels_upstream() -> None:
