@@ -27,12 +27,14 @@ from workers import DurableObject, Response
 import app
 import catalog
 import settings as config
+from bindings import WorkersAi
 from chat_events import ChatEncoder
 from chat_request import ChatRequest
 from conversation import CHAT, parse_conversation
 from conversation_store import Event, Store, parse_event_id, split_events
 from errors import ApiError
-from jsstream import JsByteSource, RelayPipe, _void_caller
+from js_glue import void_caller
+from jsstream import JsByteSource, RelayPipe
 from relay import Failed, Finished, OneShot, relay_whole
 from think_tags import TEXT, Part
 from web import JSON_HEADERS, SSE_HEADERS, WebRequest
@@ -87,13 +89,13 @@ class _Reader:
         pair = js.IdentityTransformStream.new()
         self.body = pair.readable
         self._writer = pair.writable.getWriter()
-        self._write = _void_caller(js.Reflect.get(self._writer, "write"), self._writer)
+        self._write = void_caller(js.Reflect.get(self._writer, "write"), self._writer)
 
     def send(self, data: bytes) -> None:
         self._write(to_js(data))
 
     def close(self) -> None:
-        _void_caller(js.Reflect.get(self._writer, "close"), self._writer)(None)
+        void_caller(js.Reflect.get(self._writer, "close"), self._writer)(None)
 
 
 class _Turn:
@@ -306,7 +308,6 @@ class Conversation(DurableObject):  # type: ignore[misc]  # the SDK has no stubs
             reasoning_effort=payload.get("reasoning_effort"),
             stop=tuple(payload.get("stop") or ()),
         )
-        from entry import WorkersAi  # the shell's binding adapter; imported late, entry imports us
 
         web = WebRequest(
             method="POST",

@@ -1,5 +1,5 @@
 """Python values as JavaScript will read them: what to_js() needs done first. Plain Python,
-so the host tests reach it; the shell (jsstream.js_object) applies it at the boundary."""
+so the host tests reach it; the shell (js_glue.js_object) applies it at the boundary."""
 
 from __future__ import annotations
 

@@ -24,7 +24,7 @@ import js
 from pyodide.ffi import JsException
 
 from errors import ApiError, ClientGone, body_timeout, malformed_body
-from jsstream import js_bind, js_object
+from js_glue import js_bind, js_object
 
 log = logging.getLogger("jsbody")
 

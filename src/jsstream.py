@@ -1,4 +1,5 @@
-"""JavaScript ReadableStream <-> Python bytes, and nothing else.
+"""The relay in JS streams: a Workers AI stream in, the relay's bytes out (RelayPipe), and the
+same stream read from Python (JsByteSource, for host-style drivers).
 
 Every proxy made here is destroyed exactly once, whichever way the stream ends: the
 answer completes, fails or times out, the client cancels the body, or the request signal
@@ -9,69 +10,19 @@ module state, and a JS object there fails it.
 from __future__ import annotations
 
 import asyncio
-import gc
 import logging
 import time
-import weakref
 from collections.abc import Callable
 from typing import Any
 
 import js
 from pyodide.ffi import create_proxy, to_js
 
-from js_values import js_numbers
+import census
+from js_glue import bytes_of, ignore, js_object, void_caller
 from relay import Relay
 
 log = logging.getLogger("jsstream")
-
-# Alive while their proxies are: a leaked proxy keeps its owner here (see live_streams()).
-_LIVE: weakref.WeakSet[Any] = weakref.WeakSet()
-_COUNTS = {"created": 0, "destroyed": 0, "relays": 0, "relays_ended": 0, "clients_gone": 0}
-
-
-def live_streams() -> dict[str, Any]:
-    # What the collection found unreachable: garbage requests left in cycles since the last one.
-    collected = gc.collect()
-    objects = gc.get_objects()
-    # The commonest types, so that a growing count says what grows (local stats route only).
-    kinds: dict[str, int] = {}
-    for obj in objects:
-        name = type(obj).__qualname__
-        kinds[name] = kinds.get(name, 0) + 1
-    top = dict(sorted(kinds.items(), key=lambda kv: -kv[1])[:40])
-    return {
-        "live": len(_LIVE),
-        **_COUNTS,
-        "py_objects": len(objects),
-        "gc_collected": collected,
-        "py_types": top,
-    }
-
-
-def js_object(value: dict[str, Any]) -> Any:
-    """A plain JS object (not a Map, not a PyProxy): what JS APIs and bindings expect."""
-    return to_js(js_numbers(value), dict_converter=js.Object.fromEntries)
-
-
-def _ignore(promise: Any) -> None:
-    # Boolean is a JS function that accepts anything and has no effect: a rejection handler
-    # that needs no proxy (and no code made from a string, which workerd forbids).
-    promise.catch(js.Boolean)
-
-
-def _destroy(owner: Any, proxies: list[Any]) -> None:
-    """Destroy an owner's proxies (each exactly once: the caller then forgets them)."""
-    for proxy in proxies:
-        proxy.destroy()
-    _COUNTS["destroyed"] += len(proxies)
-    _LIVE.discard(owner)
-
-
-def _bytes_of(value: Any) -> bytes:
-    if isinstance(value, str):
-        return value.encode()
-    data: bytes = value.to_bytes()
-    return data
 
 
 class JsByteSource:
@@ -95,48 +46,16 @@ class JsByteSource:
         if result.done or self._stopped:
             self._stopped = True
             return None
-        return _bytes_of(result.value)
+        return bytes_of(result.value)
 
     def cancel(self) -> None:
         if self._stopped:
             return
         self._stopped = True
         if self._reader is not None:
-            _ignore(self._reader.cancel())
+            ignore(self._reader.cancel())
         elif not self.stream.locked:
-            _ignore(self.stream.cancel())
-
-
-def js_bind(fn: Any, this: Any, *bound: Any) -> Any:
-    """`fn.bind(this, *bound)`: a JS function, so no proxy to manage (and no code made from a
-    string, which workerd forbids)."""
-    return js.Reflect.apply(
-        js.Reflect.get(js.Function.prototype, "bind"), fn, to_js([this, *bound])
-    )
-
-
-def _void_caller(fn: Any, this: Any, *bound: Any) -> Callable[[Any], None]:
-    """call(value): `fn.call(this, *bound, value)`, made by JS, its result dropped in JS.
-
-    Measured on workerd (bench/GLUE-NOTES.md): a JS call from Python that returns a promise
-    hands Python a PyodideFuture, with Pyodide's own then() attached: ~35 us to make, and it
-    enters Python again when it settles; a .catch() on it costs ~190 us. Per chunk that was
-    most of the relay's CPU, and under load promise traffic through Pyodide ended in fatal
-    errors. Array.prototype.forEach calls its callback and drops what it returns, so a writer's
-    write() promise never reaches Python (~1.5 us a call). Built from built-ins only: workerd
-    makes no code from strings. (forEach also passes the index and the array: every function
-    called here ignores arguments past the ones it takes.)"""
-    box = js.Array.new(1)
-    for_each = js.Reflect.get(js.Array.prototype, "forEach")
-    args = to_js([js_bind(fn, this, *bound)])
-    put = js.Reflect.set
-    apply = js.Reflect.apply
-
-    def call(value: Any) -> None:
-        put(box, 0, value)
-        apply(for_each, box, args)
-
-    return call
+            ignore(self.stream.cancel())
 
 
 class RelayPipe:
@@ -192,7 +111,7 @@ class RelayPipe:
             pair = js.IdentityTransformStream.new()
             self.stream = pair.readable
             self._writer = pair.writable.getWriter()
-            write = _void_caller(js.Reflect.get(self._writer, "write"), self._writer)
+            write = void_caller(js.Reflect.get(self._writer, "write"), self._writer)
             out = lambda data: write(to_js(data))  # noqa: E731
         self._out = out
         self._stop = js.AbortController.new()
@@ -202,9 +121,7 @@ class RelayPipe:
         self._on_gone = create_proxy(self._client_gone)
         self._tick = create_proxy(self.tick)
         self._proxies = [self._on_chunk, self._on_close, self._on_abort, self._on_gone, self._tick]
-        _COUNTS["created"] += len(self._proxies)
-        _COUNTS["relays"] += 1
-        _LIVE.add(self)
+        census.pipe_made(self, len(self._proxies))
         if first := relay.start():
             self._out(first)
         sink = js.WritableStream.new(
@@ -216,12 +133,12 @@ class RelayPipe:
         # The client leaving cancels the body, which rejects the writer's `closed`: measured
         # on workerd with 1-25 streams at once, it did for every client that left, where
         # request.signal aborted for 2-20% of them and a TransformStream's cancel() hardly
-        # ever ran (bench/GLUE-NOTES.md; writer.desiredSize never turned null). A Python
+        # ever ran (bench/notes/GLUE-NOTES.md; writer.desiredSize never turned null). A Python
         # callable, not a proxy: Pyodide releases it when the promise settles, once per answer.
         if self._writer is not None:
             self._writer.closed.then(js.Boolean, self._client_gone)
         pipe_to = js.Reflect.get(upstream, "pipeTo")
-        _void_caller(pipe_to, upstream, sink, js_object({"signal": self._stop.signal}))(None)
+        void_caller(pipe_to, upstream, sink, js_object({"signal": self._stop.signal}))(None)
         if self._signal is not None:
             if self._signal.aborted:
                 self._client_gone()
@@ -234,13 +151,13 @@ class RelayPipe:
         encoder): wait until the relay has ended and released everything, then cancel the
         unread body, so the writer's `closed` settles and nothing waits on it."""
         await self._done.promise
-        _void_caller(js.Reflect.get(self.stream, "cancel"), self.stream)(None)
+        void_caller(js.Reflect.get(self.stream, "cancel"), self.stream)(None)
 
     def _chunk(self, chunk: Any, _controller: Any = None) -> None:
         if self._ended:
             return
         try:
-            out = self._relay.feed(_bytes_of(chunk))
+            out = self._relay.feed(bytes_of(chunk))
         except Exception as exc:
             out = self._relay.crash(exc)
         self._send(out)
@@ -294,7 +211,7 @@ class RelayPipe:
 
     def _close_writer(self) -> None:
         if self._writer is not None:
-            _void_caller(js.Reflect.get(self._writer, "close"), self._writer)(None)
+            void_caller(js.Reflect.get(self._writer, "close"), self._writer)(None)
 
     def stop(self) -> None:
         """Stop the answer on purpose: the relay says so (stop_reason "cancelled") and the
@@ -311,12 +228,12 @@ class RelayPipe:
         if self._ended:
             return
         log.info("client went away; upstream cancelled")
-        _COUNTS["clients_gone"] += 1
+        census.client_gone()
         self._gone = True
-        self._relay.closed = True
+        self._relay.abandon()
         self._stop.abort()
         if self._writer is not None:
-            _void_caller(js.Reflect.get(self._writer, "abort"), self._writer)(None)
+            void_caller(js.Reflect.get(self._writer, "abort"), self._writer)(None)
         self._end()
 
     def _end(self) -> None:
@@ -332,9 +249,11 @@ class RelayPipe:
         asyncio.get_event_loop().call_soon(self._release)
 
     def _release(self) -> None:
-        _destroy(self, self._proxies)
+        for proxy in self._proxies:
+            proxy.destroy()
+        census.proxies_destroyed(self, len(self._proxies))
         self._proxies = []
-        _COUNTS["relays_ended"] += 1
+        census.pipe_ended()
         try:
             if self._on_end is not None:
                 self._on_end(self._gone)
