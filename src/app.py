@@ -118,12 +118,35 @@ class Context:
 
 
 Handler = Callable[[Context], Awaitable[WebResponse]]
+
+
+class Shell(Protocol):
+    """What only the Worker shell knows, for the routes that answer before any policy."""
+
+    def binding_names(self) -> list[str]:
+        """The names (never the values) of the bindings present."""
+        ...
+
+    def runtime_stats(self) -> dict[str, object]:
+        """The relay census and the Wasm figures (the local stats route)."""
+        ...
+
+
+# A route that answers before the kill switch, the settings, CORS and keys: it handles every
+# method itself.
+EarlyHandler = Callable[[WebRequest, Lookup, Shell], WebResponse]
+# Set by the local launcher only (no wrangler.toml environment sets it): turns on the
+# local-only routes. Deployed, they are not found.
+LOCAL_VAR = "LOCAL_DEV_STATS"
 ErrorRenderer = Callable[[ApiError], WebResponse]
 
 
 def app_error(error: ApiError) -> WebResponse:
     return json_response(
-        error.status, {"error": error.code, "message": error.message}, error.headers
+        error.status,
+        {"error": error.code, "message": error.message},
+        error.headers,
+        code=error.code,
     )
 
 
@@ -270,6 +293,10 @@ class Route:
     render_error: ErrorRenderer
     access: Access | None = KEY_ONLY  # who may call it when API_KEYS is set (None: anyone)
     metered: bool = False  # it calls the model, so it costs neurons: rate limited
+    # Answers before the kill switch and every policy (health: needed exactly when those are
+    # off or broken); `methods` is then empty.
+    early: EarlyHandler | None = None
+    local_only: bool = False  # a route of local runs only (LOCAL_VAR); deployed, not found
 
     @property
     def allow(self) -> str:
@@ -392,8 +419,14 @@ async def handle(
     limiter: Limiter | None,
     key_limiter: Limiter | None = None,
     conversations: Conversations | None = None,
+    shell: Shell | None = None,
 ) -> WebResponse:
     """Every answer, error or not, leaves through here with API_HEADERS."""
+    route = table.find(request.path)
+    if route is not None and route.early is not None and shell is not None:
+        if not route.local_only or env(LOCAL_VAR) == "1":
+            return route.early(request, env, shell)
+        return table.not_found(request.path).with_headers(API_HEADERS)
     answer = (
         await _answer(request, env, model, table, limiter, key_limiter, conversations)
     ).with_headers(API_HEADERS)

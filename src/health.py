@@ -11,11 +11,11 @@ from collections.abc import Iterable
 
 import catalog
 import settings as config
-from app import app_error
+from app import Api, Route, Shell, app_error
 from errors import ApiError, clip
 from settings import Lookup, SettingsError
 from version import VERSION
-from web import API_HEADERS, WebResponse, json_response, without_body
+from web import API_HEADERS, WebRequest, WebResponse, json_response, without_body
 
 PATH = "/api/v1/health"
 ALLOW = "GET, HEAD, OPTIONS"
@@ -54,3 +54,15 @@ def health(method: str, env: Lookup, bindings: Iterable[str]) -> WebResponse:
         "catalog": catalog.source(),  # "live": this isolate has env.AI.models()'s facts
     }
     return json_response(200, body, API_HEADERS)
+
+
+def _route(request: WebRequest, env: Lookup, shell: Shell) -> WebResponse:
+    return health(request.method, env, shell.binding_names())
+
+
+# Before the kill switch: it says whether the switch is on.
+HEALTH_API = Api(
+    prefix=PATH,
+    routes={PATH: Route(methods={}, render_error=app_error, early=_route, access=None)},
+    render_error=app_error,
+)

@@ -46,7 +46,7 @@ def openai_error(error: ApiError) -> WebResponse:
     body = {
         "error": {"message": error.message, "type": kind, "param": error.param, "code": error.code}
     }
-    return json_response(error.status, body, error.headers)
+    return json_response(error.status, body, error.headers, code=error.code)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -361,7 +361,7 @@ async def completions(ctx: Context) -> WebResponse:
     }
     if finished.usage is not None:
         completion["usage"] = openai_usage(finished.usage)
-    return json_response(200, completion)
+    return json_response(200, completion, usage=finished.usage)
 
 
 def model_object(model: str) -> dict[str, Any]:

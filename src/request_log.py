@@ -19,6 +19,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 
 from relay import Failed, Finished, Relay
+from web import Relayed, WebResponse
 
 # cf-ray is set by Cloudflare's edge; anything else a client sends there is not trusted
 # into a header or a log line unless it looks like one.
@@ -36,22 +37,6 @@ def request_id(headers: Mapping[str, str]) -> str:
 
 def _ms(seconds: float) -> int:
     return max(round(seconds * 1000), 0)
-
-
-def _json_object(body: bytes) -> dict[str, object]:
-    try:
-        value = json.loads(body)
-    except ValueError:
-        return {}
-    return value if isinstance(value, dict) else {}
-
-
-def _error_code(body: dict[str, object]) -> str | None:
-    """Our own error bodies: {"error": "<code>"} (app) or {"error": {"code": ...}} (OpenAI)."""
-    error = body.get("error")
-    if isinstance(error, dict):
-        error = error.get("code")
-    return error if isinstance(error, str) else None
 
 
 def _count(usage: object, key: str) -> int | None:
@@ -91,21 +76,15 @@ class RequestLog:
     details: list[str] = field(default_factory=list)
     written: bool = False
 
-    def responded(self, status: int, body: bytes | None, now: float) -> None:
-        """The response is known. A whole body ends the request here; a stream (body None)
-        ends in relay_ended()."""
-        self.status = status
-        if body is None:
+    def responded(self, response: WebResponse, now: float) -> None:
+        """The response is known. A whole body ends the request here; a relayed stream ends
+        in relay_ended(). The error code and usage are the response's own fields."""
+        self.status = response.status
+        if isinstance(response.body, Relayed):
             return
-        # Read back from our own JSON: the code of an error, the usage of a whole answer.
-        value = _json_object(body) if body[:1] == b"{" else {}
-        self.code = _error_code(value) if status >= 400 else None
-        self.outcome = _outcome(status, self.code)
-        usage = value.get("usage")
-        self.tokens_in = _count(usage, "prompt_tokens")
-        self.tokens_out = _count(usage, "completion_tokens")
-        details = usage.get("prompt_tokens_details") if isinstance(usage, dict) else None
-        self.tokens_cached = _count(details, "cached_tokens")
+        self.code = response.code if response.status >= 400 else None
+        self.outcome = _outcome(response.status, self.code)
+        self._usage(response.usage)
         self.ttfb_ms = self.duration_ms = _ms(now - self.started)
 
     def relay_ended(self, relay: Relay, *, client_gone: bool, now: float) -> None:
@@ -116,16 +95,18 @@ class RequestLog:
             self.outcome, self.code = _outcome(500, ending.code), ending.code
         else:
             self.outcome = "client_gone" if client_gone else "failed"
-        usage = relay.usage
-        self.tokens_in = _count(usage, "prompt_tokens")
-        self.tokens_out = _count(usage, "completion_tokens")
-        self.reasoning_tokens = _count(usage, "reasoning_tokens")
-        self.tokens_cached = _count(usage, "cached_tokens")
+        self._usage(relay.usage)
         self.malformed_frames = relay.malformed
         self.details.extend(relay.notes)
         if relay.first_output_at is not None:
             self.ttfb_ms = _ms(relay.first_output_at - self.started)
         self.duration_ms = _ms(now - self.started)
+
+    def _usage(self, usage: Mapping[str, int] | None) -> None:
+        self.tokens_in = _count(usage, "prompt_tokens")
+        self.tokens_out = _count(usage, "completion_tokens")
+        self.reasoning_tokens = _count(usage, "reasoning_tokens")
+        self.tokens_cached = _count(usage, "cached_tokens")
 
     def line(self) -> dict[str, object]:
         line: dict[str, object] = {

@@ -459,9 +459,9 @@ async def responses(ctx: Context) -> WebResponse:
         return WebResponse(
             status=200, headers=SSE_HEADERS, body=Relayed(source=source, relay=relay)
         )
-    await answer_whole(ctx, source, relay)
+    finished = await answer_whole(ctx, source, relay)
     assert encoder.response is not None  # set with every ending the relay reports
-    return json_response(200, encoder.response)
+    return json_response(200, encoder.response, usage=finished.usage)
 
 
 RESPONSES_API = Api(

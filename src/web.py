@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -44,14 +44,19 @@ class Forwarded:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class WebResponse:
+    """``code``: an error answer's stable code; ``usage``: a whole answer's token counts (the
+    relay's flat form). The request log reads both here, never from the body."""
+
     status: int
     headers: Headers = ()
     body: bytes | Relayed | Forwarded = b""
+    code: str | None = None
+    usage: Mapping[str, int] | None = None
 
     def with_headers(self, extra: Headers) -> WebResponse:
         if not extra:
             return self
-        return WebResponse(status=self.status, headers=self.headers + extra, body=self.body)
+        return replace(self, headers=self.headers + extra)
 
 
 JSON_HEADERS: Headers = (
@@ -84,14 +89,23 @@ def origin_of(url: str) -> str:
 def without_body(response: WebResponse) -> WebResponse:
     """The answer to HEAD: the GET answer's headers and no body. No Content-Length: the runtime
     may compress the GET answer (then it has another length, or none), and HEAD may omit it."""
-    return WebResponse(status=response.status, headers=response.headers)
+    return replace(response, body=b"")
 
 
-def json_response(status: int, value: Any, headers: Headers = ()) -> WebResponse:
+def json_response(
+    status: int,
+    value: Any,
+    headers: Headers = (),
+    *,
+    code: str | None = None,
+    usage: Mapping[str, int] | None = None,
+) -> WebResponse:
     try:
         body = json.dumps(value, ensure_ascii=False).encode()
     except UnicodeEncodeError:
         # A lone surrogate (from a client's JSON or the model's) has no UTF-8 form; as a
         # \udXXX escape it is still valid JSON, the same text the streamed answer sends.
         body = json.dumps(value).encode()
-    return WebResponse(status=status, headers=JSON_HEADERS + headers, body=body)
+    return WebResponse(
+        status=status, headers=JSON_HEADERS + headers, body=body, code=code, usage=usage
+    )

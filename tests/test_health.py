@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 
-from health import health
+from fakes import FakeModel, no_body
+
+import app
+from census import STATS_PATH
+from health import PATH, health
+from routes import TABLE
 from settings import Lookup
+from web import WebRequest, WebResponse
 
 
 def env(**values: str) -> Lookup:
@@ -69,3 +76,34 @@ def test_health_answers_carry_the_api_headers() -> None:
         response = health(method, no_vars.get, ["AI"])
         assert ("x-content-type-options", "nosniff") in response.headers, (method, response.headers)
         assert ("vary", "Origin") in response.headers, (method, response.headers)
+
+
+class Shell:
+    def binding_names(self) -> list[str]:
+        return ["AI"]
+
+    def runtime_stats(self) -> dict[str, object]:
+        return {"live": 0}
+
+
+def through_the_table(path: str, **values: str) -> WebResponse:
+    """A GET through app.handle and the Worker's one route table, as the shell sends it."""
+    request = WebRequest(
+        method="GET", url="https://w" + path, path=path, headers={}, body=no_body()
+    )
+    return asyncio.run(
+        app.handle(request, env(**values), FakeModel([]), TABLE, limiter=None, shell=Shell())
+    )
+
+
+def test_health_is_in_the_table_and_answers_before_the_kill_switch() -> None:
+    response = through_the_table(PATH, AI_CHAT_DISABLED="1", API_KEYS="k1:" + "a" * 32)
+    assert response.status == 200, response.body
+    assert json.loads(response.body)["bindings"] == ["AI"]  # type: ignore[arg-type]
+
+
+def test_the_local_stats_route_is_found_only_in_local_runs() -> None:
+    hidden = through_the_table(STATS_PATH)
+    assert (hidden.status, hidden.code) == (404, "not_found"), hidden.body
+    shown = through_the_table(STATS_PATH, LOCAL_DEV_STATS="1")
+    assert (shown.status, json.loads(shown.body)) == (200, {"live": 0}), shown.body  # type: ignore[arg-type]

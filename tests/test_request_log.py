@@ -7,9 +7,13 @@ import logging
 
 import pytest
 
+from app import app_error
 from chat_events import ChatEncoder
+from errors import ApiError
+from openai_compat import openai_error
 from relay import OneShot, Relay, Timing, relay_whole
 from request_log import CURRENT, JsonLines, RequestLog, request_id
+from web import Relayed, WebResponse, json_response, without_body
 
 NATIVE_DONE = (
     b'data: {"response":"Hi"}\n\ndata: {"response":"","usage":{"prompt_tokens":3,"completion_tokens":1,"total_tokens":4}}\n\n'
@@ -44,32 +48,23 @@ def test_request_id_is_cf_ray_when_it_looks_like_one() -> None:
 
 
 @pytest.mark.parametrize(
-    ("status", "body", "outcome", "code"),
+    ("response", "outcome", "code"),
     [
-        (200, b'{"models": []}', "complete", None),
-        (
-            400,
-            b'{"error": "invalid_field", "message": "messages: ..."}',
-            "rejected",
-            "invalid_field",
-        ),
-        (
-            429,
-            b'{"error": {"message": "m", "type": "rate_limit_error", "param": null, "code": "rate_limited"}}',
-            "rejected",
-            "rate_limited",
-        ),
-        (502, b'{"error": "upstream_error", "message": "m"}', "failed", "upstream_error"),
-        (504, b'{"error": "upstream_timeout", "message": "m"}', "timed_out", "upstream_timeout"),
-        (500, b"not json", "failed", None),
-        (204, b"", "complete", None),
+        (json_response(200, {"models": []}), "complete", None),
+        (app_error(ApiError(400, "invalid_field", "messages: ...")), "rejected", "invalid_field"),
+        (openai_error(ApiError(429, "rate_limited", "m")), "rejected", "rate_limited"),
+        (app_error(ApiError(502, "upstream_error", "m")), "failed", "upstream_error"),
+        (openai_error(ApiError(504, "upstream_timeout", "m")), "timed_out", "upstream_timeout"),
+        (WebResponse(status=500, body=b"not json"), "failed", None),
+        (WebResponse(status=204), "complete", None),
     ],
+    ids=lambda value: value.status if isinstance(value, WebResponse) else value,
 )
 def test_a_whole_response_ends_the_request(
-    status: int, body: bytes, outcome: str, code: str | None
+    response: WebResponse, outcome: str, code: str | None
 ) -> None:
     log = record()
-    log.responded(status, body, now=100.25)
+    log.responded(response, now=100.25)
     [line] = written(log)
     assert (
         line["status"],
@@ -77,23 +72,41 @@ def test_a_whole_response_ends_the_request(
         line["code"],
         line["ttfb_ms"],
         line["duration_ms"],
-    ) == (status, outcome, code, 250, 250)
+    ) == (response.status, outcome, code, 250, 250)
     assert line["level"] == ("error" if outcome == "failed" else "info")
+
+
+def test_the_code_survives_added_headers_and_head() -> None:
+    response = app_error(ApiError(404, "not_found", "m")).with_headers((("x-a", "1"),))
+    assert (response.code, without_body(response).code) == ("not_found", "not_found")
 
 
 def test_a_whole_answer_carries_its_usage() -> None:
     log = record()
-    log.responded(
-        200,
-        b'{"choices": [], "usage": {"prompt_tokens": 5, "completion_tokens": 7, "total_tokens": 12}}',
-        now=101.0,
-    )
-    assert (log.tokens_in, log.tokens_out) == (5, 7)
+    usage = {"prompt_tokens": 5, "completion_tokens": 7, "total_tokens": 12, "reasoning_tokens": 2}
+    log.responded(json_response(200, {"choices": []}, usage=usage), now=101.0)
+    assert (log.tokens_in, log.tokens_out, log.reasoning_tokens) == (5, 7, 2)
+
+
+def test_a_body_that_says_otherwise_is_not_read() -> None:
+    """The record is the response's own fields: a body's text cannot pass for a code."""
+    log = record()
+    log.responded(WebResponse(status=400, body=b'{"error": "made_up"}'), now=101.0)
+    assert (log.outcome, log.code) == ("rejected", None)
+
+
+STREAM = WebResponse(
+    status=200,
+    body=Relayed(
+        source=OneShot(result={}),
+        relay=Relay(ChatEncoder(), Timing(ping_after=1, give_up_after=1), now=0.0),
+    ),
+)
 
 
 def test_a_streamed_answer_that_completes() -> None:
     log, r = record(), relay()
-    log.responded(200, None, now=100.01)
+    log.responded(STREAM, now=100.01)
     assert log.outcome is None  # not yet: the stream has not ended
     relay_whole(
         r, OneShot(result={"response": "Hi", "usage": {"prompt_tokens": 3, "completion_tokens": 1}})
@@ -184,7 +197,7 @@ def test_log_records_become_json_lines_with_the_current_request_id() -> None:
 
 def test_cached_tokens_and_the_attempts_of_a_fallback() -> None:
     log, r = record(), relay()
-    log.responded(200, None, now=100.01)
+    log.responded(STREAM, now=100.01)
     relay_whole(
         r,
         OneShot(
@@ -212,16 +225,12 @@ def test_one_attempt_and_no_cache_add_nothing_to_the_line() -> None:
     log = record()
     log.attempts.append(("@cf/a/one", None))
     log.responded(
-        200,
-        b'{"usage": {"prompt_tokens": 5, "completion_tokens": 7, "total_tokens": 12}}',
-        now=101.0,
+        json_response(200, {}, usage={"prompt_tokens": 5, "completion_tokens": 7}), now=101.0
     )
     [line] = written(log)
     assert "attempts" not in line and "tokens_cached" not in line
     whole = record()
     whole.responded(
-        200,
-        b'{"usage": {"prompt_tokens": 5, "prompt_tokens_details": {"cached_tokens": 4}}}',
-        now=101.0,
+        json_response(200, {}, usage={"prompt_tokens": 5, "cached_tokens": 4}), now=101.0
     )
     assert whole.tokens_cached == 4
