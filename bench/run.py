@@ -1,7 +1,8 @@
 """`make bench`: the workerd benchmark (bench/workerd.mjs) and the host decoder throughput, in
-one run, written to bench/results.json and bench/RESULTS.md.
+one run, written under .cache/bench/ (results.json and RESULTS.md); generated results are not
+tracked. `--summary` also copies the summary to bench/RESULTS.md, to commit with a dated note.
 
-    python bench/run.py [--quick] [--rounds N] [--only cpu,ttfb,...] [--before-src DIR]
+    python bench/run.py [--quick] [--rounds N] [--only cpu,ttfb,...] [--before-src DIR] [--summary]
 """
 
 from __future__ import annotations
@@ -22,8 +23,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 import knockouts  # noqa: E402  (bench/knockouts.py, beside this file)
 
-RESULTS_JSON = ROOT / "bench" / "results.json"
-RESULTS_MD = ROOT / "bench" / "RESULTS.md"
+OUT = ROOT / ".cache" / "bench"
+RESULTS_JSON = OUT / "results.json"
+RESULTS_MD = OUT / "RESULTS.md"
+SUMMARY = ROOT / "bench" / "RESULTS.md"  # written only with --summary
 VARIANTS = ("python_relay", "passthrough", "js_identity", "js_reframer")
 
 
@@ -295,7 +298,7 @@ def render(results: dict[str, Any], host: dict[str, Any] | None) -> str:
         f" workerd {m['workerd']} (npm), load average before/after: {m['loadavg'].split(' ')[0]} / "
         f"{m.get('loadavgAfter', '?').split(' ')[0]} (a machine shared with other engineers' tests:"
         " the variants are interleaved round by round, and the figures compare as ratios).",
-        f"Rounds: {results['rounds']}. Total bench time: {results['totalSeconds']:.0f} s. Raw figures: `bench/results.json`.",
+        f"Rounds: {results['rounds']}. Total bench time: {results['totalSeconds']:.0f} s. Raw figures: `.cache/bench/results.json` of that run (not tracked).",
         "",
     ]
     identical = results.get("identity")
@@ -500,8 +503,12 @@ def main() -> int:
     parser.add_argument(
         "--render-only", action="store_true", help="re-render RESULTS.md from results.json"
     )
+    parser.add_argument(
+        "--summary", action="store_true", help="also write the summary to bench/RESULTS.md"
+    )
     args = parser.parse_args()
     host: dict[str, Any] | None = None
+    OUT.mkdir(parents=True, exist_ok=True)
     if not args.render_only:
         started = time.monotonic()
         print("host throughput ...", file=sys.stderr)
@@ -541,11 +548,13 @@ def main() -> int:
         results["totalSeconds"] = time.monotonic() - started
         RESULTS_JSON.write_text(json.dumps(results, indent=1) + "\n")
     results = json.loads(RESULTS_JSON.read_text())
-    RESULTS_MD.write_text(render(results, results.get("host")))
-    print(
-        f"wrote {RESULTS_MD.relative_to(ROOT)} and {RESULTS_JSON.relative_to(ROOT)}",
-        file=sys.stderr,
-    )
+    summary = render(results, results.get("host"))
+    RESULTS_MD.write_text(summary)
+    written = [RESULTS_MD, RESULTS_JSON]
+    if args.summary:
+        SUMMARY.write_text(summary)
+        written.append(SUMMARY)
+    print("wrote " + ", ".join(str(path.relative_to(ROOT)) for path in written), file=sys.stderr)
     return 0
 
 

@@ -6,7 +6,7 @@
 // nanosecond sum_exec_runtime of its threads from /proc/<pid>/task/*/schedstat). Variants
 // run interleaved round by round (A B C D A B C D ...), so host drift spreads over all of them.
 //
-//   node bench/workerd.mjs [--out bench/results.json] [--rounds 3] [--quick] [--only a,b]
+//   node bench/workerd.mjs [--out .cache/bench/results.json] [--rounds 3] [--quick] [--only a,b]
 import { spawn } from "node:child_process";
 import fs from "node:fs";
 import http from "node:http";
@@ -16,7 +16,7 @@ import { parseArgs } from "node:util";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const { values: args } = parseArgs({ strict: process.argv[1] === fileURLToPath(import.meta.url), allowPositionals: true, options: {
-  out: { type: "string", default: path.join(ROOT, "bench", "results.json") },
+  out: { type: "string", default: path.join(ROOT, ".cache", "bench", "results.json") },
   rounds: { type: "string", default: "3" },
   quick: { type: "boolean", default: false },
   only: { type: "string", default: "" },
@@ -305,7 +305,7 @@ async function identityCheck(relay, peer) {
 
 const JS_MODES = ["direct", "transform", "identity_transform", "transform_then_identity", "text_streams", "reader_loop", "sink_identity"];
 // The then-chain and asyncio modes come last: per-chunk promises in Python crashed Pyodide under
-// concurrency in most runs (bench/GLUE-NOTES.md), and every later row of that process then fails.
+// concurrency in most runs (bench/notes/GLUE-NOTES.md), and every later row of that process then fails.
 const PY_MODES = ["hello", "direct", "py_transform_same", "py_transform_bytes", "py_transform_text", "py_sink_identity",
   "py_transform_noop", "py_sink_void", "py_sink_void_bound", "py_sink_void_wait", "py_sink_relay", "py_sink_relay_wait",
   "py_async_identity", "py_async_identity_wait", "py_then_identity_void", "py_then_identity", "py_then_identity_wait", "py_then_identity_bytes"];

@@ -39,7 +39,7 @@
 //   [[wire:eof]]         the stream without HTTP chunked framing, its end the connection's close.
 //                        Measured on workerd: each chunked frame reaches the Worker in two reads
 //                        (the first ends 32 bytes into the chunk, its size line included); a
-//                        body read to its end arrives as the socket has it (bench/HISTORY.md)
+//                        body read to its end arrives as the socket has it (bench/notes/HISTORY.md)
 //   [[tokens:N]]         answer with exactly N filler tokens
 //   [[list:N]] [[table:N]]  a markdown list of N items, or a table of N rows (columns aligned
 //                        right, left, center), between a line before and a line after, in

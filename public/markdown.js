@@ -104,7 +104,7 @@ function enhance(fragment, highlight) {
 }
 
 // A table is laid out whole whenever a row is added: a 1,000-row table streaming in cost a
-// layout of every row per frame (bench/PAGE-NOTES.md). So a long table is shown as tables of
+// layout of every row per frame (bench/notes/PAGE-NOTES.md). So a long table is shown as tables of
 // TABLE_CHUNK rows, each with the header, in one group; the same whether it streamed in or
 // was rendered at once. Fixed layout at full width keeps the chunks' columns aligned.
 export const TABLE_CHUNK = 100;

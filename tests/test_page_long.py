@@ -2,7 +2,7 @@
 table keeps its finished items and rows (the streamed DOM equals rendering the whole answer),
 and a 400-item list and a 1,000-row table streamed at ~500 tokens/s with the CPU throttled 4x
 (Lighthouse's mid-tier phone) cause no long task over 100 ms (400 ms when the machine's load
-average exceeds its CPUs: see the test). Numbers: bench/PAGE-NOTES.md."""
+average exceeds its CPUs: see the test). Numbers: bench/notes/PAGE-NOTES.md."""
 
 from __future__ import annotations
 
@@ -112,7 +112,7 @@ LONG = [
         marks=pytest.mark.xfail(
             strict=False,
             reason="not met yet: a 1,000-row table still lays out ~100 rows and paints per frame; under load its "
-            "longest tasks reach 0.3-1 s (bench/PAGE-NOTES.md)",
+            "longest tasks reach 0.3-1 s (bench/notes/PAGE-NOTES.md)",
         ),
     ),
 ]

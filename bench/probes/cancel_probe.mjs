@@ -5,7 +5,7 @@
 // each in its own workerd process, each reached both through miniflare's entry worker (its normal
 // URL) and through a direct socket on the user worker (unsafeDirectSockets), interleaved.
 //
-//   node bench/cancel_probe.mjs --variant js_none --variant js_wait --variant py_base=src \
+//   node bench/probes/cancel_probe.mjs --variant js_none --variant js_wait --variant py_base=src \
 //        [--levels 1,5,12,25] [--streams 100] [--via entry,direct] [--out FILE]
 // Variants: js_orig (bench/workers/js_reframer.mjs); js_<mode> (js_reframer_wait.mjs?mode=<mode>);
 // py_<name>=<dir> (the Python Worker with its modules from <dir>, e.g. a patched copy of src/).
@@ -16,7 +16,7 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 import { chatBody, getJson, miniflareOnWorkerd, pool, post, startModel } from "./workerd.mjs";
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
 const { values: args } = parseArgs({ options: {
   variant: { type: "string", multiple: true, default: [] },
   levels: { type: "string", default: "1,5,12,25" },

@@ -1,11 +1,11 @@
 // A live client that stops reading for a while after its first chunk, then reads to the end: does
 // the answer still end with "event: done" (RelayPipe must not take a paused reader for a client gone)?
-//   BEFORE_SRC=<another src/> node bench/cancel_slow_reader.mjs   (WORKERD_PYODIDE_DIR set)
+//   BEFORE_SRC=<another src/> node bench/probes/cancel_slow_reader.mjs   (WORKERD_PYODIDE_DIR set)
 import http from "node:http";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { miniflareOnWorkerd, startModel } from "./workerd.mjs";
-const ROOT = path.resolve(path.dirname(new URL(import.meta.url).pathname), "..");
+const ROOT = path.resolve(path.dirname(new URL(import.meta.url).pathname), "..", "..");
 const { Miniflare, Log, LogLevel } = await miniflareOnWorkerd();
 const model = await startModel();
 const modelUrl = model.url;

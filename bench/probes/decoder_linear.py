@@ -1,7 +1,7 @@
 """UpstreamDecoder on input shapes that were superlinear (issue 22): seconds per case, host CPython.
 
-    .venv/bin/python bench/decoder_linear.py            # every case, best of 3
-    .venv/bin/python bench/decoder_linear.py --src DIR  # the decoder of another checkout's src/
+    .venv/bin/python bench/probes/decoder_linear.py            # every case, best of 3
+    .venv/bin/python bench/probes/decoder_linear.py --src DIR  # the decoder of another checkout's src/
 
 Each case is also run at half its size: a linear decoder takes about twice as long for twice
 the input (the "x2" column), a quadratic one about four times.
@@ -77,7 +77,7 @@ def best(module: ModuleType, reads: list[bytes], rounds: int) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--src", type=Path, default=Path(__file__).resolve().parent.parent / "src")
+    parser.add_argument("--src", type=Path, default=Path(__file__).resolve().parents[2] / "src")
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
     sys.path.insert(0, str(args.src.resolve()))

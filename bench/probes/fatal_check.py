@@ -1,6 +1,6 @@
 """After a Pyodide fatal error, is the isolate replaced? (issue 22)
 
-    python bench/fatal_check.py PYODIDE_DIR
+    python bench/probes/fatal_check.py PYODIDE_DIR
 
 Runs bench/workers/fatal on bare workerd, asks it once, lists what `cloudflare:workers` offers
 Python, triggers Pyodide's fatal error path, then asks again for 20 s: prints each answer,
@@ -15,7 +15,7 @@ from pathlib import Path
 import httpx
 from bare_workerd import free_port, serve
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 WORKER = ROOT / "bench" / "workers" / "fatal"
 
 

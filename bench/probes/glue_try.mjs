@@ -1,11 +1,11 @@
 #!/usr/bin/env node
 // One-off requests to the probe Worker on workerd, printing status and body:
-//   node bench/glue_try.mjs '<json body>' ['<json body>' ...]   (a body's "tokens"/"pace" make chatBody's fields)
+//   node bench/probes/glue_try.mjs '<json body>' ['<json body>' ...]   (a body's "tokens"/"pace" make chatBody's fields)
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { startModel, startVariant, post, chatBody } from "./workerd.mjs";
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
 const { Miniflare, Log, LogLevel } = await import("miniflare");
 const workerd = (await import("workerd")).default;
 process.env.REAL_WORKERD = workerd.default ?? workerd;

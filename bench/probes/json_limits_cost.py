@@ -1,6 +1,6 @@
 """What the JSON limits scan costs next to the json.loads it protects, on 64 KB bodies.
 
-.venv/bin/python bench/json_limits_cost.py
+.venv/bin/python bench/probes/json_limits_cost.py
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import sys
 import timeit
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
 
 from errors import ApiError
 from json_limits import check

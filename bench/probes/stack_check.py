@@ -1,6 +1,6 @@
 """The Wasm stack pointer per request, by kind of request, on the project's Worker (issue 22).
 
-    python bench/stack_check.py PYODIDE_DIR [KIND:N:CONCURRENCY ...]
+    python bench/probes/stack_check.py PYODIDE_DIR [KIND:N:CONCURRENCY ...]
 
 Starts `node local/launch.mjs --snapshot off` with the Pyodide bundle in PYODIDE_DIR, sends each
 batch (kinds: models, health, badjson, stream, whole), and prints how far the stack pointer on
@@ -20,7 +20,7 @@ from typing import Any
 
 import httpx
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 CHAT = {"messages": [{"role": "user", "content": "[[tokens:5]] hi"}]}
 
 

@@ -1,6 +1,6 @@
 """Is the Wasm stack pointer fix safe with suspended JSPI tasks? (issue 22)
 
-    python bench/suspend_check.py PYODIDE_DIR [--requests 2000] [--concurrency 64]
+    python bench/probes/suspend_check.py PYODIDE_DIR [--requests 2000] [--concurrency 64]
 
 Runs bench/workers/suspend on bare workerd (one isolate) with the Pyodide bundle in
 PYODIDE_DIR, sends requests that each suspend the Wasm stack several times inside a C frame
@@ -19,7 +19,7 @@ from pathlib import Path
 import httpx
 from bare_workerd import free_port, serve
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 WORKER = ROOT / "bench" / "workers" / "suspend"
 
 

@@ -2,7 +2,7 @@ import { reframer } from "./reframer.mjs";
 
 const MODEL = "@cf/google/gemma-4-26b-a4b-it";
 
-// Cancel probe (bench/cancel_probe.mjs): the JS re-framer above, with the ways of keeping the request's
+// Cancel probe (bench/probes/cancel_probe.mjs): the JS re-framer above, with the ways of keeping the request's
 // context alive that the Python relay tries, chosen per request by ?mode=:
 //   none        pipeThrough, no waitUntil (as js_reframer.mjs)
 //   wait        ctx.waitUntil(a promise resolved when the pipe settles), registered at once

@@ -1,4 +1,4 @@
-"""Cancel probe (bench/cancel_probe.mjs): does a client's leaving reach a Python Worker's stream?
+"""Cancel probe (bench/probes/cancel_probe.mjs): does a client's leaving reach a Python Worker's stream?
 
 The request's ?mode= picks the response body and whether the context is held:
 - ident_nowait / ident_wait: a JS identity TransformStream (made from Python, no Python per chunk)

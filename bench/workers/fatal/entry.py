@@ -1,4 +1,4 @@
-"""What the pinned workerd does with an isolate whose Pyodide died (issue 22); bench/fatal_check.py
+"""What the pinned workerd does with an isolate whose Pyodide died (issue 22); bench/probes/fatal_check.py
 drives it.
 
 GET /          "ok"

@@ -281,7 +281,7 @@ async def _entries(kind: str, n: int) -> None:
         resolve = js.Promise.resolve
         for _ in range(n):
             resolve(0).then(proxy)
-    elif kind == "microtask_pycatch":  # n x resolve(0).catch(js.Boolean), as jsstream._ignore does
+    elif kind == "microtask_pycatch":  # n x resolve(0).catch(js.Boolean), as js_glue.ignore does
         proxy = None
         resolve = js.Promise.resolve
         f = js.Boolean
