@@ -140,19 +140,12 @@ def well_formed(text: str) -> str:
     return _LONE_SURROGATE.sub("\ufffd", text)
 
 
-# Beyond this an integer is not exact in a JSON parser's double, and Pyodide hands it to JS as
-# a BigInt, which JSON.stringify (in workerd's Ai class) refuses: found by the HTTP fuzz suite.
-_SAFE_INTEGER = 2**53 - 1
-
-
 def well_formed_json(value: Any) -> Any:
-    """A parsed JSON value as the model's JSON parser reads it: well_formed() on every string
-    (keys too), integers past 2**53 as the doubles they become there. Recursing is safe: a
-    body is nested at most json_limits' depth before it is parsed."""
+    """A parsed JSON value with well_formed() on every string (keys too): what UTF-8 can carry
+    to the model. Integers a JS Number cannot hold are js_values' business, at the boundary.
+    Recursing is safe: a body is nested at most json_limits' depth before it is parsed."""
     if isinstance(value, str):
         return well_formed(value)
-    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > _SAFE_INTEGER:
-        return float(value)
     if isinstance(value, list):
         return [well_formed_json(item) for item in value]
     if isinstance(value, dict):

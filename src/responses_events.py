@@ -72,7 +72,7 @@ class _Open:
 
 class ResponsesEncoder:
     """``response`` is the whole Response object once the answer has ended (finished or
-    failed); ``failure`` says how it failed. ``echo`` holds the request's fields a Response
+    failed: how it ended is the relay's ``ending``). ``echo`` holds the request's fields a Response
     repeats (instructions, tools, tool_choice, temperature, ...)."""
 
     __slots__ = (
@@ -83,7 +83,6 @@ class ResponsesEncoder:
         "_open",
         "_seq",
         "_stream",
-        "failure",
         "response",
     )
 
@@ -104,7 +103,6 @@ class ResponsesEncoder:
         self._open: _Open | None = None
         self._calls: dict[int, tuple[int, list[str]]] = {}  # tool call -> (output_index, arguments)
         self.response: dict[str, Any] | None = None
-        self.failure: Failed | None = None
 
     def _event(self, kind: str, fields: dict[str, Any]) -> str:
         if not self._stream:
@@ -292,7 +290,6 @@ class ResponsesEncoder:
 
     def failed(self, failure: Failed) -> bytes:
         """What was sent stays sent; the items still open end as incomplete."""
-        self.failure = failure
         out = self._end_open("incomplete") + self._end_calls("incomplete")
         self.response = self._snapshot(
             "failed", error={"code": failure.code, "message": failure.message}

@@ -63,7 +63,6 @@ def test_collector_keeps_text_reasoning_and_ending() -> None:
         and collector.finished(Finished(stop_reason="stop", usage=None)) == b""
     )
     assert collector.message() == {"role": "assistant", "content": "ab"}
-    assert collector.finish is not None and collector.failure is None
     collector.parts([(THINKING, "x"), (THINKING, "y"), (TEXT, "c")])
     assert collector.message() == {"role": "assistant", "content": "abc", "reasoning_content": "xy"}
 
@@ -294,7 +293,7 @@ def collected(upstream: bytes) -> dict[str, Any]:
     relay.start()
     relay.feed(upstream)
     relay.end()
-    assert collector.finish is not None and collector.finish.stop_reason == "tool_calls"
+    assert isinstance(relay.ending, Finished) and relay.ending.stop_reason == "tool_calls"
     return collector.message()
 
 
@@ -364,12 +363,13 @@ def test_whole_results_with_tool_calls_in_both_shapes() -> None:
         (native_whole, ["call_abc_0", "call_abc_1"]),
     ]:
         collector = Collector(id="chatcmpl-abc")
-        relay_whole(Relay(collector, TIMING, now=0.0), whole)
+        relay = Relay(collector, TIMING, now=0.0)
+        relay_whole(relay, whole)
         assert collector.message()["tool_calls"] == [
             {"id": ids[0], "type": "function", "function": {"name": "f", "arguments": '{"a":1}'}},
             {"id": ids[1], "type": "function", "function": {"name": "g", "arguments": "{}"}},
         ]
-        assert collector.finish is not None and collector.finish.stop_reason == "tool_calls"
+        assert isinstance(relay.ending, Finished) and relay.ending.stop_reason == "tool_calls"
 
 
 def test_a_json_mode_answer_streams_as_chunks_of_the_whole() -> None:

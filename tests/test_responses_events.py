@@ -109,7 +109,7 @@ def test_reasoning_then_text_then_completed_with_usage() -> None:
             "response.completed", 16, snapshot("completed", "[%s,%s]" % (reasoning, message), usage)
         )
     )
-    assert e.response is not None and e.failure is None
+    assert e.response is not None and e.response["status"] == "completed"
     assert json.loads(done.split(b"data: ")[-1])["response"] == e.response
 
 
@@ -178,7 +178,10 @@ def test_a_length_cut_is_incomplete_and_a_failure_is_failed() -> None:
             ),
         )
     )
-    assert e.failure == Failed(code="upstream_error", message="The model stream failed.")
+    assert e.response is not None and e.response["error"] == {
+        "code": "upstream_error",
+        "message": "The model stream failed.",
+    }
 
 
 def test_not_streamed_it_writes_nothing_and_keeps_the_same_response() -> None:

@@ -19,7 +19,7 @@ from fakes import merged
 
 from chat_events import ChatEncoder
 from openai_compat import Collector, CompletionEncoder
-from relay import Encoder, Relay, Timing
+from relay import Encoder, Finished, Relay, Timing
 from upstream import TEXT, THINKING, Part, UpstreamDecoder
 
 HERE = Path(__file__).parent / "fixtures" / "workers_ai"
@@ -155,15 +155,19 @@ def test_decoder_at_every_split(name: str) -> None:
         ), where
 
 
-def relayed(name: str, chunks: list[bytes], encoder: Encoder) -> bytes:
-    expect = EXPECT[name]
-    relay = Relay(
-        encoder, TIMING, now=0.0, max_tokens=expect.max_tokens, opens_thinking=expect.opens_thinking
-    )
+def relayed(name: str, chunks: list[bytes], encoder: Encoder, relay: Relay | None = None) -> bytes:
+    relay = relay or new_relay(name, encoder)
     out = relay.start()
     for chunk in chunks:
         out += relay.feed(chunk)
     return out + relay.end()
+
+
+def new_relay(name: str, encoder: Encoder) -> Relay:
+    expect = EXPECT[name]
+    return Relay(
+        encoder, TIMING, now=0.0, max_tokens=expect.max_tokens, opens_thinking=expect.opens_thinking
+    )
 
 
 def golden(name: str, kind: str, actual: bytes) -> bytes:
@@ -196,7 +200,8 @@ def test_non_streamed_answer_is_whole(name: str) -> None:
     expect = EXPECT[name]
     for chunks in splits(wire(name))[:3]:
         collector = Collector()
-        relayed(name, chunks, collector)
+        relay = new_relay(name, collector)
+        relayed(name, chunks, collector, relay)
         message: dict[str, str] = {
             "role": "assistant",
             "content": "".join(t for k, t in expect.parts if k == TEXT),
@@ -204,9 +209,10 @@ def test_non_streamed_answer_is_whole(name: str) -> None:
         if thought := "".join(t for k, t in expect.parts if k == THINKING):
             message["reasoning_content"] = thought
         assert collector.message() == message
-        assert collector.finish is not None and collector.failure is None
-        assert (
-            collector.finish.stop_reason,
-            collector.finish.usage,
-            collector.finish.while_thinking,
-        ) == (expect.stop, expect.usage, expect.while_thinking)
+        ending = relay.ending
+        assert isinstance(ending, Finished), ending
+        assert (ending.stop_reason, ending.usage, ending.while_thinking) == (
+            expect.stop,
+            expect.usage,
+            expect.while_thinking,
+        )
