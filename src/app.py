@@ -138,6 +138,9 @@ EarlyHandler = Callable[[WebRequest, Lookup, Shell], WebResponse]
 # Set by the local launcher only (no wrangler.toml environment sets it): turns on the
 # local-only routes. Deployed, they are not found.
 LOCAL_VAR = "LOCAL_DEV_STATS"
+# An early route answers GET (and HEAD, its headers); OPTIONS is 204 with Allow and no CORS: a
+# page of another origin has no business with it.
+EARLY_ALLOW = "GET, HEAD, OPTIONS"
 ErrorRenderer = Callable[[ApiError], WebResponse]
 
 
@@ -300,6 +303,8 @@ class Route:
 
     @property
     def allow(self) -> str:
+        if self.early is not None:
+            return EARLY_ALLOW
         head = ["HEAD"] if "GET" in self.methods and "HEAD" not in self.methods else []
         return ", ".join([*self.methods, *head, "OPTIONS"])
 
@@ -424,12 +429,36 @@ async def handle(
     """Every answer, error or not, leaves through here with API_HEADERS."""
     route = table.find(request.path)
     if route is not None and route.early is not None and shell is not None:
-        if not route.local_only or env(LOCAL_VAR) == "1":
-            return route.early(request, env, shell)
-        return table.not_found(request.path).with_headers(API_HEADERS)
+        return _early(request, env, table, route.early, route.local_only, shell)
     answer = (
         await _answer(request, env, model, table, limiter, key_limiter, conversations)
     ).with_headers(API_HEADERS)
+    return without_body(answer) if request.method == "HEAD" else answer
+
+
+def _early(
+    request: WebRequest,
+    env: Lookup,
+    table: RouteTable,
+    early: EarlyHandler,
+    local_only: bool,
+    shell: Shell,
+) -> WebResponse:
+    """A route that answers before the kill switch and every policy (health, local stats)."""
+    if local_only and env(LOCAL_VAR) != "1":
+        return table.not_found(request.path).with_headers(API_HEADERS)
+    allow = (("allow", EARLY_ALLOW),)
+    if request.method == "OPTIONS":
+        return WebResponse(status=204, headers=allow + API_HEADERS)
+    if request.method not in ("GET", "HEAD"):
+        error = ApiError(
+            405,
+            "method_not_allowed",
+            f"{clip(request.method)} is not allowed on {request.path}; use {EARLY_ALLOW}",
+            headers=allow,
+        )
+        return app_error(error).with_headers(API_HEADERS)
+    answer = early(request, env, shell).with_headers(API_HEADERS)
     return without_body(answer) if request.method == "HEAD" else answer
 
 

@@ -12,32 +12,15 @@ from collections.abc import Iterable
 import catalog
 import settings as config
 from app import Api, Route, Shell, app_error
-from errors import ApiError, clip
 from settings import Lookup, SettingsError
 from version import VERSION
-from web import API_HEADERS, WebRequest, WebResponse, json_response, without_body
+from web import WebRequest, WebResponse, json_response
 
 PATH = "/api/v1/health"
-ALLOW = "GET, HEAD, OPTIONS"
 
 
-def health(method: str, env: Lookup, bindings: Iterable[str]) -> WebResponse:
-    """GET, HEAD (its headers), OPTIONS (204 with Allow: no CORS here, a browser page of
-    another origin has no business with it); anything else is 405."""
-    allow = (("allow", ALLOW),)
-    if method == "OPTIONS":
-        return WebResponse(status=204, headers=allow + API_HEADERS)
-    if method == "HEAD":
-        return without_body(health("GET", env, bindings))
-    if method != "GET":
-        return app_error(
-            ApiError(
-                405,
-                "method_not_allowed",
-                f"{clip(method)} is not allowed on {PATH}; use {ALLOW}",
-                headers=allow,
-            )
-        ).with_headers(API_HEADERS)
+def health(env: Lookup, bindings: Iterable[str]) -> WebResponse:
+    """The GET answer (app.handle answers HEAD, OPTIONS and other methods of early routes)."""
     try:
         config.load(env)
         settings_ok = True
@@ -53,11 +36,11 @@ def health(method: str, env: Lookup, bindings: Iterable[str]) -> WebResponse:
         "bindings": sorted(bindings),
         "catalog": catalog.source(),  # "live": this isolate has env.AI.models()'s facts
     }
-    return json_response(200, body, API_HEADERS)
+    return json_response(200, body)
 
 
 def _route(request: WebRequest, env: Lookup, shell: Shell) -> WebResponse:
-    return health(request.method, env, shell.binding_names())
+    return health(env, shell.binding_names())
 
 
 # Before the kill switch: it says whether the switch is on.

@@ -20,7 +20,7 @@ def env(**values: str) -> Lookup:
 
 
 def test_healthy() -> None:
-    response = health("GET", env(ENVIRONMENT="production"), ["RATE_LIMITER", "AI"])
+    response = health(env(ENVIRONMENT="production"), ["RATE_LIMITER", "AI"])
     assert response.status == 200
     assert json.loads(response.body) == {  # type: ignore[arg-type]
         "status": "ok",
@@ -35,7 +35,7 @@ def test_healthy() -> None:
 
 
 def test_kill_switch_on_still_answers() -> None:
-    body = json.loads(health("GET", env(AI_CHAT_DISABLED="1"), []).body)  # type: ignore[arg-type]
+    body = json.loads(health(env(AI_CHAT_DISABLED="1"), []).body)  # type: ignore[arg-type]
     assert (body["status"], body["kill_switch"], body["environment"]) == (
         "disabled",
         "on",
@@ -44,38 +44,10 @@ def test_kill_switch_on_still_answers() -> None:
 
 
 def test_broken_settings_are_reported_without_their_values() -> None:
-    response = health("GET", env(AI_MODELS="a", AI_DEFAULT_MODEL="secret-looking-value"), ["AI"])
+    response = health(env(AI_MODELS="a", AI_DEFAULT_MODEL="secret-looking-value"), ["AI"])
     body = json.loads(response.body)  # type: ignore[arg-type]
     assert (response.status, body["status"], body["settings"]) == (200, "misconfigured", "invalid")
     assert b"secret-looking-value" not in response.body  # type: ignore[operator]
-
-
-def test_other_methods_are_405() -> None:
-    for method in ("POST", "PUT", "DELETE"):
-        response = health(method, env(), [])
-        assert (response.status, json.loads(response.body)["error"]) == (405, "method_not_allowed")  # type: ignore[arg-type]
-        assert ("allow", "GET, HEAD, OPTIONS") in response.headers
-
-
-def test_head_is_get_without_the_body() -> None:
-    get, head = (health(method, env(ENVIRONMENT="x"), ["AI"]) for method in ("GET", "HEAD"))
-    assert isinstance(get.body, bytes)
-    assert (head.status, head.body) == (200, b"")
-    assert head.headers == get.headers
-
-
-def test_options_is_204_with_allow() -> None:
-    response = health("OPTIONS", env(), [])
-    assert (response.status, response.body) == (204, b"")
-    assert ("allow", "GET, HEAD, OPTIONS") in response.headers
-
-
-def test_health_answers_carry_the_api_headers() -> None:
-    for method in ("GET", "HEAD", "OPTIONS", "POST"):
-        no_vars: dict[str, str] = {}
-        response = health(method, no_vars.get, ["AI"])
-        assert ("x-content-type-options", "nosniff") in response.headers, (method, response.headers)
-        assert ("vary", "Origin") in response.headers, (method, response.headers)
 
 
 class Shell:
@@ -86,10 +58,10 @@ class Shell:
         return {"live": 0}
 
 
-def through_the_table(path: str, **values: str) -> WebResponse:
-    """A GET through app.handle and the Worker's one route table, as the shell sends it."""
+def through_the_table(path: str, method: str = "GET", **values: str) -> WebResponse:
+    """A request through app.handle and the Worker's one route table, as the shell sends it."""
     request = WebRequest(
-        method="GET", url="https://w" + path, path=path, headers={}, body=no_body()
+        method=method, url="https://w" + path, path=path, headers={}, body=no_body()
     )
     return asyncio.run(
         app.handle(request, env(**values), FakeModel([]), TABLE, limiter=None, shell=Shell())
@@ -107,3 +79,31 @@ def test_the_local_stats_route_is_found_only_in_local_runs() -> None:
     assert (hidden.status, hidden.code) == (404, "not_found"), hidden.body
     shown = through_the_table(STATS_PATH, LOCAL_DEV_STATS="1")
     assert (shown.status, json.loads(shown.body)) == (200, {"live": 0}), shown.body  # type: ignore[arg-type]
+
+
+def test_other_methods_are_405() -> None:
+    for method in ("POST", "PUT", "DELETE"):
+        response = through_the_table(PATH, method)
+        assert (response.status, response.code) == (405, "method_not_allowed"), method
+        assert ("allow", "GET, HEAD, OPTIONS") in response.headers
+
+
+def test_head_is_get_without_the_body() -> None:
+    get, head = (through_the_table(PATH, method, ENVIRONMENT="x") for method in ("GET", "HEAD"))
+    assert isinstance(get.body, bytes) and get.body
+    assert (head.status, head.body) == (200, b"")
+    assert head.headers == get.headers
+
+
+def test_options_is_204_with_allow() -> None:
+    response = through_the_table(PATH, "OPTIONS")
+    assert (response.status, response.body) == (204, b"")
+    assert ("allow", "GET, HEAD, OPTIONS") in response.headers
+
+
+def test_health_answers_carry_the_api_headers() -> None:
+    for method in ("GET", "HEAD", "OPTIONS", "POST"):
+        response = through_the_table(PATH, method)
+        assert ("x-content-type-options", "nosniff") in response.headers, (method, response.headers)
+        assert ("vary", "Origin") in response.headers, (method, response.headers)
+        assert len(response.headers) == len(set(response.headers)), f"repeated: {response.headers}"

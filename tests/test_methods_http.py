@@ -1,4 +1,4 @@
-"""HEAD and OPTIONS on every route of the route table (and the health route), on workerd."""
+"""HEAD and OPTIONS on every route of the route table (health and local stats included), on workerd."""
 
 from __future__ import annotations
 
@@ -6,13 +6,12 @@ import httpx
 import pytest
 from conftest import Runtime
 
-import health
 from routes import TABLE
 
 pytestmark = pytest.mark.runtime
 
 MODEL = "@cf/openai/gpt-oss-20b"
-# Every path the table serves (a prefix route with a model id after it), and the health route.
+# Every path the table serves (a prefix route with a model id after it).
 # A pattern route with a conversation id in it (one that does not exist: 404 on GET and HEAD alike).
 CONVERSATION = "0" * 32
 PATHS = {
@@ -22,7 +21,6 @@ PATHS = {
         pattern.pattern.replace("[0-9a-f]{32}", CONVERSATION): route.allow
         for pattern, route in TABLE.pattern_routes
     },
-    health.PATH: health.ALLOW,
 }
 
 
@@ -36,6 +34,7 @@ def test_the_table_is_what_these_tests_cover() -> None:
             "/v1/models",
             "/v1/models/" + MODEL,
             "/api/v1/health",
+            "/__local/stats",
             "/api/v1/ui-chat",
             "/v1/responses",
             "/api/v1/conversations",
