@@ -195,15 +195,18 @@ def test_without_cf_ray_an_id_is_made_and_returned(runtime: Runtime) -> None:
     assert request_line(runtime, first)["route"] == "/api/v1/models"
 
 
-def test_the_non_streamed_openai_answer_carries_its_usage(runtime: Runtime) -> None:
+@pytest.mark.parametrize("path", ["/v1/chat/completions", "/v1/responses"])
+def test_the_non_streamed_openai_answer_carries_its_usage(runtime: Runtime, path: str) -> None:
+    """Read off the response's own usage, not its body: the Responses body says input_tokens."""
     rid, messages = ray(), user("whole")
+    body = (
+        {"model": NATIVE, "messages": messages}
+        if path == "/v1/chat/completions"
+        else {"model": NATIVE, "input": messages}
+    )
     with runtime.client() as client:
-        response = client.post(
-            "/v1/chat/completions",
-            json={"model": NATIVE, "messages": messages},
-            headers={"cf-ray": rid},
-        )
-    assert response.status_code == 200
+        response = client.post(path, json=body, headers={"cf-ray": rid})
+    assert response.status_code == 200, response.text
     line = request_line(runtime, rid)
     usage = expected_usage(messages)
     assert (line["outcome"], line["tokens_in"], line["tokens_out"]) == (
@@ -259,8 +262,9 @@ def test_no_message_text_or_key_reaches_any_log_line(capfd: pytest.CaptureFixtur
 def test_health_on_workerd_makes_no_model_call(runtime: Runtime) -> None:
     calls = len(runtime.calls())
     with runtime.client() as client:
-        response = client.get("/api/v1/health")
-    assert response.status_code == 200 and len(response.headers["x-request-id"]) == 16
+        response = client.get("/api/v1/health", headers={"cf-ray": (rid := ray())})
+    assert response.status_code == 200 and response.headers["x-request-id"] == rid
+    assert request_line(runtime, rid)["route"] == "/api/v1/health", "health has a log line too"
     assert response.json() == {
         "status": "ok",
         "version": "0.2.0",
