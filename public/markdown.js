@@ -202,20 +202,38 @@ class GrowingView {
 /**
  * An answer rendered while it streams. Text before the last finished block is rendered once
  * and kept; of the rest, a growing table or list keeps its finished rows or items (GrowingView)
- * and whatever else is re-rendered, at most once per animation frame, and without
- * highlighting until its block is finished. `finish()` renders what is left, highlighted.
+ * and whatever else is re-rendered, in an animation frame, and without highlighting until its
+ * block is finished. `finish()` renders what is left, highlighted.
+ *
+ * A render is at most one per frame, and after a frame that cost `c` (the render, then the
+ * browser's style, layout and paint of it) the next waits `RENDER_GAP * c`: on a fast machine
+ * that is every frame; on a slow or busy one the page renders less often, with more tokens
+ * each time, instead of spending every frame on layout and paint while the reader's input and
+ * the stream itself wait (bench/PAGE-NOTES.md). `frame(render)` wraps each render (the page
+ * follows the answer with it).
  */
+const RENDER_GAP = 2;
+const MAX_WAIT_MS = 250;
+// A render takes in at most this much new text (~25 table rows), whole lines where it can: a
+// burst of tokens (a stream that stalled, then caught up) is shown over several frames, not
+// in one long one. finish() renders all that is left.
+const MAX_CHARS = 1000;
+
 export class StreamingMarkdown {
   #text = "";
   #doneUpTo = 0;
   #splitter = new BlockSplitter();
   #grow = new GrowingView();
   #scheduled = false;
+  #notBefore = 0;
+  #upTo = 0;            // the text rendered so far ends here
+  #frame;
   #done;
   #live;
   stats = { renders: 0, ms: 0, max: 0 };
 
-  constructor(container, text = "") {
+  constructor(container, text = "", { frame = (render) => render() } = {}) {
+    this.#frame = frame;
     this.#done = this.#part();
     this.#live = this.#part();
     container.replaceChildren(this.#done, this.#live);
@@ -232,22 +250,60 @@ export class StreamingMarkdown {
 
   append(piece) {
     this.#text += piece;
-    if (!this.#scheduled) {
-      this.#scheduled = true;
-      requestAnimationFrame(() => { if (this.#scheduled) this.flush(); });
-    }
+    this.#schedule();
   }
 
-  /** Renders now (the frame callback, or a caller that must see the result at once). */
-  flush(final = false) {
+  #schedule() {
+    if (this.#scheduled) return;
+    this.#scheduled = true;
+    const wait = this.#notBefore - performance.now();
+    if (wait > 0) setTimeout(() => requestAnimationFrame(this.#onFrame), wait);
+    else requestAnimationFrame(this.#onFrame);
+  }
+
+  #onFrame = () => {
+    if (!this.#scheduled) return;          // flushed meanwhile
+    const started = performance.now();
+    this.#frame(() => this.#render(false, MAX_CHARS));
+    // A message posted now is handled after this frame's style, layout and paint.
+    const channel = new MessageChannel();
+    channel.port1.onmessage = () => {
+      const now = performance.now();
+      this.#notBefore = now + Math.min(MAX_WAIT_MS, RENDER_GAP * (now - started));
+      if (this.#upTo < this.#text.length) {   // the rest of a burst: in the next frames
+        this.#notBefore = 0;
+        this.#schedule();
+      }
+    };
+    channel.port2.postMessage(null);
+  };
+
+  /** Renders all the text now (for a caller that must see the result at once). */
+  flush(final = false) { this.#render(final, Infinity); }
+
+  /**
+   * Renders the rest, highlighted. What a burst left undrawn goes first, a bounded part per
+   * task, so the end of an answer holds the page no longer than a frame does; the final render
+   * is synchronous when nothing is left over (or the page is hidden: no frame would come).
+   */
+  async finish() {
+    while (!document.hidden && this.#text.length - this.#upTo > MAX_CHARS) {
+      await new Promise((resolve) => setTimeout(resolve, 0));
+      this.#frame(() => this.#render(false, MAX_CHARS));
+    }
+    this.#render(true, Infinity);
+  }
+
+  #render(final, limit) {
     this.#scheduled = false;
     const started = performance.now();
-    const cut = final ? this.#text.length : this.#splitter.advance(this.#text);
+    const text = this.#take(limit);
+    const cut = final ? text.length : this.#splitter.advance(text);
     if (cut > this.#doneUpTo) {
       // A grown table or list that ended before the cut stays where it is: the live part that
       // holds it becomes a finished part, and a new live part follows. (Moving it would make
       // the browser build and lay out every row again.)
-      const region = this.#text.slice(this.#doneUpTo, cut);
+      const region = text.slice(this.#doneUpTo, cut);
       const shown = this.#grow.update(region, true);
       if (shown >= 0 && this.#live.firstChild === this.#grow.node) {
         while (this.#live.lastChild !== this.#grow.node) this.#live.lastChild.remove();
@@ -261,7 +317,7 @@ export class StreamingMarkdown {
       this.#doneUpTo = cut;
       this.#grow = new GrowingView();
     }
-    const rest = this.#text.slice(this.#doneUpTo);
+    const rest = text.slice(this.#doneUpTo);
     const shown = rest ? this.#grow.update(rest, false) : -1;
     if (shown >= 0) {
       const after = rest.slice(shown);
@@ -277,5 +333,16 @@ export class StreamingMarkdown {
     this.stats.max = Math.max(this.stats.max, ms);
   }
 
-  finish() { this.flush(true); }
+  /** The text this render shows: at most `limit` characters more than the last, whole lines if it can. */
+  #take(limit) {
+    const all = this.#text;
+    if (all.length - this.#upTo <= limit) this.#upTo = all.length;
+    else {
+      const line = all.lastIndexOf("\n", this.#upTo + limit - 1);
+      let end = line >= this.#upTo ? line + 1 : this.#upTo + limit;
+      if (/[\uD800-\uDBFF]/.test(all[end - 1])) end--;     // never half a surrogate pair
+      this.#upTo = end;
+    }
+    return all.slice(0, this.#upTo);
+  }
 }
