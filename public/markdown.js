@@ -205,19 +205,19 @@ class GrowingView {
  * and whatever else is re-rendered, in an animation frame, and without highlighting until its
  * block is finished. `finish()` renders what is left, highlighted.
  *
- * A render is at most one per frame, and after a frame that cost `c` (the render, then the
- * browser's style, layout and paint of it) the next waits `RENDER_GAP * c`: on a fast machine
- * that is every frame; on a slow or busy one the page renders less often, with more tokens
- * each time, instead of spending every frame on layout and paint while the reader's input and
- * the stream itself wait (bench/PAGE-NOTES.md). `frame(render)` wraps each render (the page
- * follows the answer with it).
+ * A render takes in at most MAX_CHARS new characters, so no render is a long task however
+ * the tokens arrive. After a frame that cost `c` (the render, then the browser's style, layout
+ * and paint of it) the next render waits `RENDER_GAP * c`: on a fast machine that is every
+ * frame; on a slow or busy one the page renders less often, with more tokens each time,
+ * instead of spending every frame on layout and paint while the reader's input and the stream
+ * itself wait. When more than MAX_CHARS wait (a burst, or a page that fell behind), the next
+ * render is the next task, not the next frame, so the page keeps up with the stream in parts
+ * of bounded size (bench/PAGE-NOTES.md). `frame(render)` wraps each render (the page follows
+ * the answer with it).
  */
 const RENDER_GAP = 2;
 const MAX_WAIT_MS = 250;
-// A render takes in at most this much new text (~25 table rows), whole lines where it can: a
-// burst of tokens (a stream that stalled, then caught up) is shown over several frames, not
-// in one long one. finish() renders all that is left.
-const MAX_CHARS = 1000;
+export const MAX_CHARS = 500;   // a dozen table rows; whole lines where it can
 
 export class StreamingMarkdown {
   #text = "";
@@ -257,23 +257,21 @@ export class StreamingMarkdown {
     if (this.#scheduled) return;
     this.#scheduled = true;
     const wait = this.#notBefore - performance.now();
-    if (wait > 0) setTimeout(() => requestAnimationFrame(this.#onFrame), wait);
-    else requestAnimationFrame(this.#onFrame);
+    if (this.#upTo < this.#text.length - MAX_CHARS) setTimeout(this.#tick, 0);
+    else if (wait > 0) setTimeout(() => requestAnimationFrame(this.#tick), wait);
+    else requestAnimationFrame(this.#tick);
   }
 
-  #onFrame = () => {
+  #tick = () => {
     if (!this.#scheduled) return;          // flushed meanwhile
     const started = performance.now();
     this.#frame(() => this.#render(false, MAX_CHARS));
-    // A message posted now is handled after this frame's style, layout and paint.
+    // A message posted now is handled after this frame's style, layout and paint (if any).
     const channel = new MessageChannel();
     channel.port1.onmessage = () => {
       const now = performance.now();
       this.#notBefore = now + Math.min(MAX_WAIT_MS, RENDER_GAP * (now - started));
-      if (this.#upTo < this.#text.length) {   // the rest of a burst: in the next frames
-        this.#notBefore = 0;
-        this.#schedule();
-      }
+      if (this.#upTo < this.#text.length) this.#schedule();   // the rest of a burst
     };
     channel.port2.postMessage(null);
   };
