@@ -94,7 +94,7 @@ function enhance(fragment, highlight) {
     const rows = [...(table.tBodies[0]?.rows ?? [])];
     table.tBodies[0]?.remove();
     for (let at = 0; at === 0 || at < rows.length; at += TABLE_CHUNK) {
-      const { wrap, body } = tableChunk(table, at > 0);
+      const { wrap, body } = tableChunk(table, at);
       body.append(...rows.slice(at, at + TABLE_CHUNK));
       group.append(wrap);
     }
@@ -115,13 +115,17 @@ function tableGroup() {
   return group;
 }
 
-/** A scrolling box with an empty copy of `table` (its head, an empty body). */
-function tableChunk(table, continued) {
+/**
+ * A scrolling box with an empty copy of `table` (its head, an empty body), for its rows from
+ * `at` on. Each part's label is its own: regions with one name are landmarks a reader cannot
+ * tell apart (axe-core's landmark-unique).
+ */
+function tableChunk(table, at) {
   const wrap = document.createElement("div");
   wrap.className = "table-wrap";
   wrap.tabIndex = 0;
   wrap.setAttribute("role", "region");
-  wrap.setAttribute("aria-label", continued ? "Table, continued" : "Table");
+  wrap.setAttribute("aria-label", at > 0 ? `Table, from row ${at + 1}` : "Table");
   const copy = table.cloneNode(false);
   if (table.tHead) copy.append(table.tHead.cloneNode(true));
   const body = document.createElement("tbody");
@@ -189,7 +193,7 @@ class GrowingView {
   #append(nodes) {
     for (const n of nodes) {
       if (this.scan.kind === "table" && this.#items.rows.length >= TABLE_CHUNK) {
-        const { wrap, body } = tableChunk(this.node.querySelector("table"), true);
+        const { wrap, body } = tableChunk(this.node.querySelector("table"), this.node.children.length * TABLE_CHUNK);
         this.node.append(wrap);
         this.node.classList.add("chunked");
         this.#items = body;
