@@ -36,6 +36,9 @@
 //   [[fault:bom]]        the stream starts with a UTF-8 byte order mark
 //   [[fault:hang]]       no answer at all, not even the response head, until the caller leaves
 //   [[pace:N]]           N ms between tokens (default: --pace)
+//   [[rate:N]]           N tokens a second, on a schedule: a token that is late (a timer fires
+//                        late on a busy machine) does not delay the ones after it, so the
+//                        answer takes tokens/N seconds (the page's long-answer tests)
 //   [[wire:eof]]         the stream without HTTP chunked framing, its end the connection's close.
 //                        Measured on workerd: each chunked frame reaches the Worker in two reads
 //                        (the first ends 32 bytes into the chunk, its size line included); a
@@ -429,7 +432,9 @@ export function startModel({ port = 0, paceMs = 40 } = {}) {
       // A whole answer takes as long as its tokens would have: a caller can leave meanwhile.
       const pace = opts.pace !== undefined ? Number(opts.pace) : paceMs;
       res.on("close", () => { if (call.finishedAt === null) { call.clientClosedAt = call.closedAt = now(); call.chunksAtClose = 0; } });
-      if (pace > 0) await sleep(pace * (answer.tokens.length + answer.thinking.length));
+      const count = answer.tokens.length + answer.thinking.length;
+      if (opts.rate !== undefined) await sleep((1000 * count) / Number(opts.rate));
+      else if (pace > 0) await sleep(pace * count);
       if (res.destroyed) return;
       call.finishedAt = now();
       return sendJson(res, 200, oneShot(model, answer, usage, inputs.response_format), { "cf-ai-req-id": reqId });
@@ -447,8 +452,13 @@ export function startModel({ port = 0, paceMs = 40 } = {}) {
       if (call.finishedAt === null) { call.clientClosedAt = call.closedAt; call.chunksAtClose = call.chunksSent; }
     });
     let tokens = 0;
+    const rate = Number(opts.rate ?? 0);
+    const begun = performance.now();
     for (const chunk of chunks) {
-      if (chunk.token && pace > 0) await sleep(pace);
+      if (chunk.token && rate > 0) {
+        const early = begun + (1000 * tokens) / rate - performance.now();
+        if (early > 0) await sleep(early);
+      } else if (chunk.token && pace > 0) await sleep(pace);
       if (res.destroyed || res.writableEnded) return;
       if (opts.fault === "stall" && tokens >= 2) return;  // silent forever; the socket stays open
       if (opts.fault === "midstream" && tokens >= 3) {

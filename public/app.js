@@ -511,18 +511,13 @@ async function ask(chat, { versions = {}, continuing = null } = {}) {
   inFlight = { controller, chatId: chat.id };
   setBusy(true);
   const before = continuing ? answer.content : "";
-  const md = new StreamingMarkdown(textBox, before);
+  // Each render follows the answer if the reader was at the bottom just before it: one who
+  // scrolled up stays where they are.
+  const follow = (draw) => { const stick = nearBottom(); draw(); keepInView(stick); updateJump(); };
+  const md = new StreamingMarkdown(textBox, before, { frame: follow });
   if (continuing && answer.thinking) div.prepend(thinkingView(answer));
-  let thinking = null, thinkingStarted = 0, thinkingEnded = 0, firstAt = 0;
+  let thinking = null, thinkingStarted = 0, thinkingEnded = 0, firstAt = 0, thought = "";
   const started = performance.now();
-  // Once per frame, after the text is drawn: follow the answer if the reader was at the bottom
-  // when the frame's first token came and has not scrolled up since (that would be undone).
-  let following = null;
-  const follow = () => {
-    if (following) return;
-    following = { stick: nearBottom(), at: log.scrollTop };
-    requestAnimationFrame(() => { keepInView(following.stick && log.scrollTop >= following.at); following = null; updateJump(); });
-  };
   const result = await streamChat({ messages: fit.messages, ...body }, {
     signal: controller.signal,
     onThinking: (text) => {
@@ -534,19 +529,18 @@ async function ask(chat, { versions = {}, continuing = null } = {}) {
         div.prepend(view);
         thinking = view.querySelector(".thinking-text").appendChild(document.createTextNode(""));
       }
-      const stick = nearBottom();
-      thinking.appendData(text);
+      // Drawn once per frame, as the answer is: a layout per token would hold the page up.
+      if (!thought) requestAnimationFrame(() => follow(() => { thinking.appendData(thought); thought = ""; }));
+      thought += text;
       thinkingEnded = performance.now();
-      keepInView(stick);
     },
     onText: (text) => {
       if (!firstAt) firstAt = performance.now();
       if (thinking && !md.text.length) div.querySelector(".thinking").open = false;
       md.append(text);
-      follow();
     },
   });
-  md.finish();
+  await md.finish();
   const ended = performance.now();
   inFlight = null;
   setBusy(false);

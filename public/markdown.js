@@ -94,7 +94,7 @@ function enhance(fragment, highlight) {
     const rows = [...(table.tBodies[0]?.rows ?? [])];
     table.tBodies[0]?.remove();
     for (let at = 0; at === 0 || at < rows.length; at += TABLE_CHUNK) {
-      const { wrap, body } = tableChunk(table, at > 0);
+      const { wrap, body } = tableChunk(table, at);
       body.append(...rows.slice(at, at + TABLE_CHUNK));
       group.append(wrap);
     }
@@ -115,13 +115,17 @@ function tableGroup() {
   return group;
 }
 
-/** A scrolling box with an empty copy of `table` (its head, an empty body). */
-function tableChunk(table, continued) {
+/**
+ * A scrolling box with an empty copy of `table` (its head, an empty body), for its rows from
+ * `at` on. Each part's label is its own: regions with one name are landmarks a reader cannot
+ * tell apart (axe-core's landmark-unique).
+ */
+function tableChunk(table, at) {
   const wrap = document.createElement("div");
   wrap.className = "table-wrap";
   wrap.tabIndex = 0;
   wrap.setAttribute("role", "region");
-  wrap.setAttribute("aria-label", continued ? "Table, continued" : "Table");
+  wrap.setAttribute("aria-label", at > 0 ? `Table, from row ${at + 1}` : "Table");
   const copy = table.cloneNode(false);
   if (table.tHead) copy.append(table.tHead.cloneNode(true));
   const body = document.createElement("tbody");
@@ -189,7 +193,7 @@ class GrowingView {
   #append(nodes) {
     for (const n of nodes) {
       if (this.scan.kind === "table" && this.#items.rows.length >= TABLE_CHUNK) {
-        const { wrap, body } = tableChunk(this.node.querySelector("table"), true);
+        const { wrap, body } = tableChunk(this.node.querySelector("table"), this.node.children.length * TABLE_CHUNK);
         this.node.append(wrap);
         this.node.classList.add("chunked");
         this.#items = body;
@@ -202,20 +206,38 @@ class GrowingView {
 /**
  * An answer rendered while it streams. Text before the last finished block is rendered once
  * and kept; of the rest, a growing table or list keeps its finished rows or items (GrowingView)
- * and whatever else is re-rendered, at most once per animation frame, and without
- * highlighting until its block is finished. `finish()` renders what is left, highlighted.
+ * and whatever else is re-rendered, in an animation frame, and without highlighting until its
+ * block is finished. `finish()` renders what is left, highlighted.
+ *
+ * A render takes in at most MAX_CHARS new characters, so no render is a long task however
+ * the tokens arrive. After a frame that cost `c` (the render, then the browser's style, layout
+ * and paint of it) the next render waits `RENDER_GAP * c`: on a fast machine that is every
+ * frame; on a slow or busy one the page renders less often, with more tokens each time,
+ * instead of spending every frame on layout and paint while the reader's input and the stream
+ * itself wait. When more than MAX_CHARS wait (a burst, or a page that fell behind), the next
+ * render is the next task, not the next frame, so the page keeps up with the stream in parts
+ * of bounded size (bench/notes/PAGE-NOTES.md). `frame(render)` wraps each render (the page follows
+ * the answer with it).
  */
+const RENDER_GAP = 2;
+const MAX_WAIT_MS = 250;
+export const MAX_CHARS = 500;   // a dozen table rows; whole lines where it can
+
 export class StreamingMarkdown {
   #text = "";
   #doneUpTo = 0;
   #splitter = new BlockSplitter();
   #grow = new GrowingView();
   #scheduled = false;
+  #notBefore = 0;
+  #upTo = 0;            // the text rendered so far ends here
+  #frame;
   #done;
   #live;
   stats = { renders: 0, ms: 0, max: 0 };
 
-  constructor(container, text = "") {
+  constructor(container, text = "", { frame = (render) => render() } = {}) {
+    this.#frame = frame;
     this.#done = this.#part();
     this.#live = this.#part();
     container.replaceChildren(this.#done, this.#live);
@@ -232,22 +254,58 @@ export class StreamingMarkdown {
 
   append(piece) {
     this.#text += piece;
-    if (!this.#scheduled) {
-      this.#scheduled = true;
-      requestAnimationFrame(() => { if (this.#scheduled) this.flush(); });
-    }
+    this.#schedule();
   }
 
-  /** Renders now (the frame callback, or a caller that must see the result at once). */
-  flush(final = false) {
+  #schedule() {
+    if (this.#scheduled) return;
+    this.#scheduled = true;
+    const wait = this.#notBefore - performance.now();
+    if (this.#upTo < this.#text.length - MAX_CHARS) setTimeout(this.#tick, 0);
+    else if (wait > 0) setTimeout(() => requestAnimationFrame(this.#tick), wait);
+    else requestAnimationFrame(this.#tick);
+  }
+
+  #tick = () => {
+    if (!this.#scheduled) return;          // flushed meanwhile
+    const started = performance.now();
+    this.#frame(() => this.#render(false, MAX_CHARS));
+    // A message posted now is handled after this frame's style, layout and paint (if any).
+    const channel = new MessageChannel();
+    channel.port1.onmessage = () => {
+      const now = performance.now();
+      this.#notBefore = now + Math.min(MAX_WAIT_MS, RENDER_GAP * (now - started));
+      if (this.#upTo < this.#text.length) this.#schedule();   // the rest of a burst
+    };
+    channel.port2.postMessage(null);
+  };
+
+  /** Renders all the text now (for a caller that must see the result at once). */
+  flush(final = false) { this.#render(final, Infinity); }
+
+  /**
+   * Renders the rest, highlighted. What a burst left undrawn goes first, a bounded part per
+   * task, so the end of an answer holds the page no longer than a frame does; the final render
+   * is synchronous when nothing is left over (or the page is hidden: no frame would come).
+   */
+  async finish() {
+    while (!document.hidden && this.#text.length - this.#upTo > MAX_CHARS) {
+      await new Promise((resolve) => setTimeout(resolve, 0));
+      this.#frame(() => this.#render(false, MAX_CHARS));
+    }
+    this.#render(true, Infinity);
+  }
+
+  #render(final, limit) {
     this.#scheduled = false;
     const started = performance.now();
-    const cut = final ? this.#text.length : this.#splitter.advance(this.#text);
+    const text = this.#take(limit);
+    const cut = final ? text.length : this.#splitter.advance(text);
     if (cut > this.#doneUpTo) {
       // A grown table or list that ended before the cut stays where it is: the live part that
       // holds it becomes a finished part, and a new live part follows. (Moving it would make
       // the browser build and lay out every row again.)
-      const region = this.#text.slice(this.#doneUpTo, cut);
+      const region = text.slice(this.#doneUpTo, cut);
       const shown = this.#grow.update(region, true);
       if (shown >= 0 && this.#live.firstChild === this.#grow.node) {
         while (this.#live.lastChild !== this.#grow.node) this.#live.lastChild.remove();
@@ -261,7 +319,7 @@ export class StreamingMarkdown {
       this.#doneUpTo = cut;
       this.#grow = new GrowingView();
     }
-    const rest = this.#text.slice(this.#doneUpTo);
+    const rest = text.slice(this.#doneUpTo);
     const shown = rest ? this.#grow.update(rest, false) : -1;
     if (shown >= 0) {
       const after = rest.slice(shown);
@@ -277,5 +335,16 @@ export class StreamingMarkdown {
     this.stats.max = Math.max(this.stats.max, ms);
   }
 
-  finish() { this.flush(true); }
+  /** The text this render shows: at most `limit` characters more than the last, whole lines if it can. */
+  #take(limit) {
+    const all = this.#text;
+    if (all.length - this.#upTo <= limit) this.#upTo = all.length;
+    else {
+      const line = all.lastIndexOf("\n", this.#upTo + limit - 1);
+      let end = line >= this.#upTo ? line + 1 : this.#upTo + limit;
+      if (/[\uD800-\uDBFF]/.test(all[end - 1])) end--;     // never half a surrogate pair
+      this.#upTo = end;
+    }
+    return all.slice(0, this.#upTo);
+  }
 }

@@ -12,7 +12,16 @@ from typing import Any
 import pytest
 from conftest import BROWSER_MARKS, Runtime
 from playwright.sync_api import Browser, Page, expect
-from test_page_browser import Opened, answered, axe_violations, open_page, opened, send, shot  # noqa: F401 (opened: a fixture)
+from test_page_browser import (  # noqa: F401 (opened: a fixture)
+    Opened,
+    answered,
+    axe_violations,
+    open_page,
+    opened,
+    reasoning_model,
+    send,
+    shot,
+)
 
 pytestmark = BROWSER_MARKS
 
@@ -86,6 +95,45 @@ def test_settings_per_chat_reach_the_request_and_continue_finishes_a_cut_answer(
     expect(page.locator("#settings-open")).to_be_focused()
 
 
+def test_max_tokens_goes_up_to_the_servers_limit_from_the_models_list(
+    opened: Opened, runtime: Runtime
+) -> None:
+    page = opened.page
+    with runtime.client() as client:
+        limits = client.get("/api/v1/models").json()["limits"]
+    top = int(limits["max_tokens_limit"])
+    page.click("#settings-open")
+    expect(page.locator("#max-tokens")).to_have_attribute("max", str(top))
+    expect(page.locator("#max-tokens-hint")).to_contain_text(f"Up to {top:,}")
+    page.fill("#max-tokens", str(top + 1))
+    page.get_by_role("button", name="Save").click()
+    expect(page.locator("#settings-error")).to_have_text(
+        f"Max tokens is a whole number from 1 to {top:,}."
+    )
+    page.fill("#max-tokens", str(top))
+    page.get_by_role("button", name="Save").click()
+    expect(page.locator("#settings")).not_to_be_visible()
+    send(page, "[[pace:0]] at the limit")
+    answered(page, 1)
+    assert opened.chat_bodies[-1]["max_tokens"] == top
+    expect(page.locator(".msg.assistant").last).to_have_attribute("data-outcome", "complete")
+
+
+def test_reasoning_is_visible_while_it_streams_then_folds_away(opened: Opened) -> None:
+    page = opened.page
+    page.select_option("#model", reasoning_model(page))
+    send(page, "[[pace:30]] [[think:60]] why")
+    thinking = page.locator(".msg.assistant .thinking").last
+    # Open, and its words on screen, while the model is still thinking.
+    expect(thinking).to_have_attribute("open", "")
+    expect(thinking.locator(".thinking-text")).to_be_visible()
+    expect(thinking.locator(".thinking-text")).to_contain_text("Let me think")
+    assert page.locator(".msg.assistant .text").last.inner_text() == "", "the answer began too soon"
+    answered(page, 1)
+    assert thinking.get_attribute("open") is None, "the thinking block stays open after the answer"
+    assert len(thinking.locator(".thinking-text").text_content() or "") > 100
+
+
 def test_jump_to_latest_appears_when_the_reader_scrolls_up(opened: Opened) -> None:
     page = opened.page
     page.set_viewport_size({"width": 900, "height": 500})
@@ -118,8 +166,13 @@ def test_regenerate_and_edit_keep_versions(opened: Opened) -> None:
     page.wait_for_function("document.querySelectorAll('.msg.assistant[data-outcome]').length === 1")
     answer = page.locator(".msg.assistant").last
     expect(answer.locator(".versions")).to_have_text("‹2 / 2›")
-    answer.get_by_role("button", name="Previous version").click()
-    expect(page.locator(".msg.assistant .versions")).to_have_text("‹1 / 2›")
+    answer.get_by_role("button", name="Regenerate answer").click()
+    page.wait_for_function("document.querySelectorAll('.msg.assistant[data-outcome]').length === 1")
+    expect(page.locator(".msg.assistant .versions")).to_have_text("‹3 / 3›")
+    page.locator(".msg.assistant").get_by_role("button", name="Previous version").click()
+    expect(page.locator(".msg.assistant .versions")).to_have_text("‹2 / 3›")
+    page.locator(".msg.assistant").get_by_role("button", name="Previous version").click()
+    expect(page.locator(".msg.assistant .versions")).to_have_text("‹1 / 3›")
     expect(page.get_by_role("button", name="Next version")).to_be_focused()
     # An edit keeps the question it replaced, with its answer.
     page.locator(".msg.user").get_by_role("button", name="Edit and resend").click()
@@ -130,7 +183,7 @@ def test_regenerate_and_edit_keep_versions(opened: Opened) -> None:
     expect(user.locator(".versions")).to_have_text("‹2 / 2›")
     user.get_by_role("button", name="Previous version").click()
     expect(page.locator(".msg.user .text")).to_have_text("[[pace:0]] first question")
-    expect(page.locator(".msg.assistant .versions")).to_have_text("‹1 / 2›")
+    expect(page.locator(".msg.assistant .versions")).to_have_text("‹1 / 3›")
     page.reload()
     expect(page.locator(".msg.user .versions")).to_have_text("‹1 / 2›")
     shot(page, "work-versions")
@@ -270,5 +323,28 @@ def test_axe_finds_nothing_in_the_new_states_and_code_colours_pass_aa(
     page.get_by_role("button", name=re.compile("^Rename chat")).first.click()
     assert axe_violations(page) == [], "renaming"
     page.keyboard.press("Escape")
+    # Reasoning while it streams, open.
+    page.click("#clear")
+    page.select_option("#model", reasoning_model(page))
+    send(page, "[[pace:30]] [[think:200]] why")
+    expect(page.locator(".msg.assistant .thinking[open] .thinking-text")).to_contain_text("Let me")
+    assert axe_violations(page) == [], "reasoning, streaming"
+    page.keyboard.press("Escape")
+    answered(page, 1)
+    # A long table in parts, the parts off screen not laid out (content-visibility).
+    page.click("#clear")
+    settings(page, max_tokens="2048")
+    send(page, "[[rate:4000]] [[table:250]] go")
+    answered(page, 1, timeout=60000)
+    expect(page.locator(".msg.assistant .table-group.chunked > .table-wrap")).to_have_count(3)
+    assert axe_violations(page) == [], "a long table in parts"
+    # Search with no match, and the offer to undo a delete.
+    page.fill("#search", "nothing like it")
+    assert axe_violations(page) == [], "search, no match"
+    page.fill("#search", "")
+    page.get_by_role("button", name=re.compile("^Delete chat")).first.click()
+    expect(page.locator("#toast")).to_be_visible()
+    assert axe_violations(page) == [], "undo offered"
+    shot(page, f"work-{scheme}-undo")
     page.context.close()
     assert o.errors == []
