@@ -1,10 +1,17 @@
 """Issue 27's long answers in headless Chromium against the local Worker: a growing list or
 table keeps its finished items and rows (the streamed DOM equals rendering the whole answer),
 and a 400-item list and a 1,000-row table streamed at ~500 tokens/s with the CPU throttled 4x
-(Lighthouse's mid-tier phone) cause no long task over 100 ms. Numbers: bench/notes/PAGE-NOTES.md."""
+(Lighthouse's mid-tier phone) cause no long task over 100 ms. Numbers: bench/notes/PAGE-NOTES.md.
+
+A task's length is read as the main thread's CPU time in a Chromium trace. Chromium's 4x throttle
+busy-waits on the throttled thread itself (ThreadCPUThrottler's signal handler spins until its
+wake-up time), so that time is the task's length on an idle 4x-slower machine, and other
+processes on a loaded 2-core CI box cannot stretch it. The Long Tasks API's wall-clock figures
+are printed, and asserted too when the machine is not oversubscribed."""
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from typing import Any
@@ -148,6 +155,31 @@ def set_max_tokens(page: Page, value: str) -> None:
     expect(page.locator("#settings")).not_to_be_visible()
 
 
+# The renderer's main-thread tasks (RunTask) with their thread (CPU) time, `tdur`, in µs.
+TRACE_CATEGORIES = ["disabled-by-default-devtools.timeline", "devtools.timeline"]
+
+
+def main_thread_task_cpu_ms(trace: bytes) -> list[float]:
+    """The CPU time of every task the page's main thread ran, in ms (thread time: what the task
+    cost, without the time the OS gave the CPU to other processes)."""
+    events = json.loads(trace)["traceEvents"]
+    mains = {
+        (e["pid"], e["tid"])
+        for e in events
+        if e.get("ph") == "M"
+        and e.get("name") == "thread_name"
+        and e["args"].get("name") == "CrRendererMain"
+    }
+    return [
+        e["tdur"] / 1000
+        for e in events
+        if e.get("name") == "RunTask"
+        and e.get("ph") == "X"
+        and "tdur" in e
+        and (e["pid"], e["tid"]) in mains
+    ]
+
+
 LONG = [
     ("[[list:400]]", ".msg.assistant .text li", 400, 1606),
     ("[[table:1000]]", ".msg.assistant .text tbody tr", 1000, 4008),
@@ -171,9 +203,11 @@ def test_a_long_block_streams_at_500_tokens_a_second_on_a_4x_throttled_cpu_witho
     cdp = page.context.new_cdp_session(page)
     cdp.send("Emulation.setCPUThrottlingRate", {"rate": 4})
     load_before = os.getloadavg()[0]
+    browser.start_tracing(page=page, categories=TRACE_CATEGORIES)
     send(page, f"[[rate:{RATE}]] {directive} go")
     answered(page, 1, timeout=180000)
     ended = time.time() * 1000
+    cpu_ms = main_thread_task_cpu_ms(browser.stop_tracing())
     cdp.send("Emulation.setCPUThrottlingRate", {"rate": 1})
     longs: list[int] = page.evaluate("window.__long")
     expect(page.locator(".msg.assistant").last).to_have_attribute("data-outcome", "complete")
@@ -194,12 +228,25 @@ def test_a_long_block_streams_at_500_tokens_a_second_on_a_4x_throttled_cpu_witho
     assert rate > 0.8 * RATE, (
         f"streamed at {rate:.0f} tokens/s, not ~{RATE}: the test did not test what it says"
     )
-    assert behind < 0.25 * streamed, (
-        f"the page ended {behind:.1f} s after a {streamed:.1f} s stream: it fell behind"
+    # Keeping up, as CPU: the main thread's work fits in the stream's time at 4x. As wall
+    # clock too when the machine is not oversubscribed (then nothing else can make it lag).
+    busy = sum(cpu_ms) / 1000
+    print(f"  main thread busy {busy:.1f} s of 4x-throttled CPU during a {streamed:.1f} s stream")
+    assert busy < 0.8 * streamed, (
+        f"the page needs {busy:.1f} s of 4x-throttled CPU for a {streamed:.1f} s stream: it cannot keep up"
     )
-    assert max(longs, default=0) <= 100, (
-        f"long tasks (ms): {sorted(longs)[-10:]}, load average {os.getloadavg()[0]:.1f} on "
-        f"{os.cpu_count()} CPUs (bench/notes/PAGE-NOTES.md has the figures under load)"
+    print(f"  main-thread task CPU time (ms, longest 10): {sorted(round(t) for t in cpu_ms)[-10:]}")
+    assert cpu_ms, "the trace held no main-thread task: the measure measured nothing"
+    assert max(cpu_ms) <= 100, (
+        f"main-thread tasks over 100 ms of 4x-throttled CPU (ms): {sorted(round(t) for t in cpu_ms)[-10:]}"
     )
+    quiet = max(load_before, os.getloadavg()[0]) < (os.cpu_count() or 1)
+    if quiet:
+        assert behind < 0.25 * streamed, (
+            f"the page ended {behind:.1f} s after a {streamed:.1f} s stream: it fell behind"
+        )
+        assert max(longs, default=0) <= 100, (
+            f"long tasks (ms, wall clock): {sorted(longs)[-10:]}, on a machine that was not busy"
+        )
     page.context.close()
     assert o.errors == []
