@@ -201,7 +201,12 @@ class Conversation(DurableObject):  # type: ignore[misc]  # the SDK has no stubs
         try:
             settings = config.load(self._lookup)
             if op == "create":
+                history = json.loads(str(await raw.text())) if raw.method == "POST" else {}
                 self._store.create(time.time())
+                for message in history.get("messages", ()):
+                    self._store.add_message(
+                        message["role"], message["content"], message.get("reasoning")
+                    )
                 return _json(201, {"id": url.netloc})
             if not self._store.exists():
                 raise ApiError(404, "not_found", "No such conversation.")

@@ -216,3 +216,26 @@ def test_history_survives_a_restart_and_delete_forgets_it(durable: Runtime) -> N
     assert httpx.get(f"{durable.url}{BASE}/{id}", timeout=30).json() == before
     assert httpx.delete(f"{durable.url}{BASE}/{id}", timeout=10).status_code == 204
     assert httpx.get(f"{durable.url}{BASE}/{id}", timeout=10).status_code == 404
+
+
+def test_a_conversation_can_start_from_a_history(durable: Runtime) -> None:
+    history = [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "first"},
+        {"role": "assistant", "content": "an answer"},
+    ]
+    response = httpx.post(durable.url + BASE, json={"messages": history}, timeout=10)
+    assert response.status_code == 201, response.text
+    id = response.json()["id"]
+    got = httpx.get(f"{durable.url}{BASE}/{id}", timeout=10).json()
+    assert got == {"id": id, "messages": history, "streaming": False}
+    turn = whole_turn(durable, id, "[[pace:0]] and then")
+    said = [*history, {"role": "user", "content": "[[pace:0]] and then"}]
+    assert durable.last_call()["inputs"]["messages"] == said
+    assert texts(turn) == "".join(expected_tokens(said))
+    bad = httpx.post(
+        durable.url + BASE, json={"messages": [{"role": "tool", "content": "x"}]}, timeout=10
+    )
+    assert (bad.status_code, bad.json()["error"]) == (400, "invalid_field"), bad.text
+    unknown = httpx.post(durable.url + BASE, json={"messages": history, "x": 1}, timeout=10)
+    assert (unknown.status_code, unknown.json()["error"]) == (400, "unknown_field"), unknown.text
