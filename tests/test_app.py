@@ -113,7 +113,7 @@ def test_models_says_whether_durable_conversations_are_there() -> None:
     response = asyncio.run(
         handle(
             request("GET", "/api/v1/models"),
-            {}.get,
+            lambda _: None,
             FakeModel(frames("hi")),
             TABLE,
             limiter=FakeLimiter(),
