@@ -3,7 +3,9 @@ SQLite storage, and the turn being generated, with the readers attached to it.
 
 A turn runs here, not in the request that asked for it: env.AI.run from the object, re-framed
 by the same relay (RelayPipe, its bytes handed to _Turn.out instead of a body of its own),
-every event numbered, stored, then written to each attached reader. A reader that leaves (its
+every event numbered, then held for a short batch: the batch is stored in one INSERT, then
+written to each attached reader, so no reader ever holds an event that is not stored (and one
+that resumes is attached before the next batch goes out). A reader that leaves (its
 request's signal aborts: measured on workerd, the object's response stream is not cancelled
 when the outer client leaves, its request signal is) detaches; when none has been attached
 for RESUME_GRACE_SECONDS the turn is stopped. A reader that comes back gets the stored events
@@ -38,6 +40,11 @@ from think_tags import TEXT, Part
 from web import JSON_HEADERS, SSE_HEADERS, WebRequest
 
 log = logging.getLogger("conversation")
+
+# A turn's events are stored and sent in batches: at most FLUSH_EVENTS at once, none held
+# longer than FLUSH_MS (bench/notes/2026-11-24-durable-conversations.md).
+FLUSH_EVENTS = 64
+FLUSH_MS = 20
 
 
 class _Sql:
@@ -111,18 +118,47 @@ class _Turn:
         self._next_reader = 0
         self._timer: Any = None
         self._expire = create_proxy(self._grace_over)
-        self._proxies: list[Any] = [self._expire]
+        # Events held for one batch: stored by one INSERT, then sent, never sent unstored.
+        self._pending: list[Event] = []
+        self._wire: list[bytes] = []
+        self._flush_timer: Any = None
+        self._flush_later = create_proxy(self._flush_due)
+        self._proxies: list[Any] = [self._expire, self._flush_later]
 
     def out(self, data: bytes) -> None:
-        """The relay's bytes: each event numbered and stored, then sent to every reader."""
+        """The relay's bytes: each event numbered and held for the next flush, which stores
+        the batch in one INSERT and then sends it to every reader."""
         for part in split_events(data):
-            if part.startswith(b":"):  # a keep-alive comment: for whoever is attached now
-                wire = part
+            if part.startswith(b":"):  # a keep-alive comment: for whoever is attached then
+                self._wire.append(part)
             else:
                 self.seq += 1
-                wire = self.store.append(self.number, self.seq, part).wire()
+                event = Event(turn=self.number, seq=self.seq, data=part)
+                self._pending.append(event)
+                self._wire.append(event.wire())
+        if len(self._pending) >= FLUSH_EVENTS:
+            self.flush()
+        elif self._wire and self._flush_timer is None:
+            self._flush_timer = js.setTimeout(self._flush_later, FLUSH_MS)
+
+    def flush(self) -> None:
+        """Stores the held events, then sends them: a reader is never sent an event that is
+        not stored, and one that resumes calls this first, so storage holds all it needs."""
+        if self._flush_timer is not None:
+            js.clearTimeout(self._flush_timer)
+            self._flush_timer = None
+        if self._pending:
+            self.store.append_all(self._pending)
+            self._pending = []
+        if self._wire:
+            wire = b"".join(self._wire)
+            self._wire = []
             for reader in self.readers.values():
                 reader.send(wire)
+
+    def _flush_due(self, *_: Any) -> None:
+        self._flush_timer = None
+        self.flush()
 
     def attach(self, reader: _Reader, signal: Any) -> None:
         self._next_reader += 1
@@ -154,6 +190,7 @@ class _Turn:
             self.pipe.stop()
 
     def ended(self, _gone: bool) -> None:
+        self.flush()
         if self._timer is not None:
             js.clearTimeout(self._timer)
             self._timer = None
@@ -267,13 +304,15 @@ class Conversation(DurableObject):  # type: ignore[misc]  # the SDK has no stubs
             raise ApiError(404, "no_turn", "This conversation has no answer yet.")
         mark = parse_event_id(after)
         seq = mark[1] if mark is not None and mark[0] == turn else 0
-        missed: list[Event] = self._store.events_after(turn, seq)
         live = self._turn
+        if live is not None and live.number == turn:
+            live.flush()  # what the turn holds is stored first: the replay below has it all
+        missed: list[Event] = self._store.events_after(turn, seq)
         if live is None or live.number != turn:
             return _sse(to_js(b"".join(e.wire() for e in missed)) if missed else None)
         reader = _Reader()
-        for event in missed:  # then attached, with no await in between: nothing in the gap
-            reader.send(event.wire())
+        if missed:  # then attached, with no await in between: nothing in the gap
+            reader.send(b"".join(e.wire() for e in missed))
         live.attach(reader, signal)
         return _sse(reader.body)
 

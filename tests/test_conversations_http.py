@@ -218,6 +218,29 @@ def test_history_survives_a_restart_and_delete_forgets_it(durable: Runtime) -> N
     assert httpx.get(f"{durable.url}{BASE}/{id}", timeout=10).status_code == 404
 
 
+def test_readers_resuming_again_and_again_mid_turn_get_every_event_once(durable: Runtime) -> None:
+    """Events are stored in batches: a reader that resumes while some are held must still get
+    each one once, in order (the object stores what it holds before it replays)."""
+    id = create(durable)
+    content = "[[tokens:300]] [[pace:3]] batch me"
+    seen = events(read_some(durable, "POST", f"{BASE}/{id}/messages", 2, json={"content": content}))
+    resumes = 0
+    while seen[-1][1] != "done":
+        more = read_some(
+            durable, "GET", f"{BASE}/{id}/stream", 3, headers={"last-event-id": seen[-1][0]}
+        )
+        seen += events(more)
+        resumes += 1
+        assert resumes < 400, "the turn never ended"
+    assert [i for i, _, _ in seen] == [f"1:{n}" for n in range(1, len(seen) + 1)], [
+        i for i, _, _ in seen
+    ]
+    stored = events(httpx.get(f"{durable.url}{BASE}/{id}/stream", timeout=10).content)
+    assert seen == stored, "what the readers got is not the stored answer"
+    assert sum(name == "content_block_delta" for _, name, _ in seen) == 300
+    assert resumes >= 5, resumes
+
+
 def test_a_conversation_can_start_from_a_history(durable: Runtime) -> None:
     history = [
         {"role": "system", "content": "Be brief."},
