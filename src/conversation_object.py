@@ -124,6 +124,7 @@ class _Turn:
         self._flush_timer: Any = None
         self._flush_later = create_proxy(self._flush_due)
         self._proxies: list[Any] = [self._expire, self._flush_later]
+        self.deleted = False  # the conversation is being deleted: nothing more is stored
 
     def out(self, data: bytes) -> None:
         """The relay's bytes: each event numbered and held for the next flush, which stores
@@ -148,7 +149,8 @@ class _Turn:
             js.clearTimeout(self._flush_timer)
             self._flush_timer = None
         if self._pending:
-            self.store.append_all(self._pending)
+            if not self.deleted:
+                self.store.append_all(self._pending)
             self._pending = []
         if self._wire:
             wire = b"".join(self._wire)
@@ -258,8 +260,10 @@ class Conversation(DurableObject):  # type: ignore[misc]  # the SDK has no stubs
                     },
                 )
             if op == "delete":
-                if self._turn is not None and self._turn.pipe is not None:
-                    self._turn.pipe.stop()
+                if self._turn is not None:  # its readers still get its end; storage does not
+                    self._turn.deleted = True
+                    if self._turn.pipe is not None:
+                        self._turn.pipe.stop()
                 await self.ctx.storage.deleteAll()
                 return Response(None, status=204)
             if op == "stop":
@@ -384,6 +388,10 @@ class Conversation(DurableObject):  # type: ignore[misc]  # the SDK has no stubs
         return _sse(reader.body)
 
     def _turn_done(self, turn: _Turn) -> None:
+        if turn.deleted:
+            if self._turn is turn:
+                self._turn = None
+            return
         encoder = turn.encoder
         text = "".join(encoder.text)
         if text or encoder.reasoning or isinstance(encoder.ending, Finished):

@@ -87,6 +87,7 @@ class Store:
         self._set("turn", "0")
         self._set("streaming", "0")
         self._set("bytes", "0")
+        self._size = 0  # this object may have held a conversation that was deleted
 
     @property
     def turn(self) -> int:

@@ -262,3 +262,29 @@ def test_a_conversation_can_start_from_a_history(durable: Runtime) -> None:
     assert (bad.status_code, bad.json()["error"]) == (400, "invalid_field"), bad.text
     unknown = httpx.post(durable.url + BASE, json={"messages": history, "x": 1}, timeout=10)
     assert (unknown.status_code, unknown.json()["error"]) == (400, "unknown_field"), unknown.text
+
+
+def test_delete_mid_turn_stops_the_model_and_forgets_everything(durable: Runtime) -> None:
+    id = create(durable)
+    got: list[list[tuple[str, str, str]]] = []
+    reader = threading.Thread(
+        target=lambda: got.append(whole_turn(durable, id, "[[tokens:200]] [[pace:50]] delete me"))
+    )
+    reader.start()
+    deadline = time.monotonic() + 20
+    while not httpx.get(f"{durable.url}{BASE}/{id}", timeout=10).json()["streaming"]:
+        assert time.monotonic() < deadline, "the answer never started"
+        time.sleep(0.02)
+    time.sleep(0.3)
+    assert httpx.delete(f"{durable.url}{BASE}/{id}", timeout=10).status_code == 204
+    assert_stopped(durable.wait_for(lambda c: c["closedAt"] is not None, timeout=10))
+    reader.join(timeout=30)
+    assert [(name, data) for _, name, data in got[0]][-2:] == [  # its reader saw it end
+        ("message_stop", '{"stop_reason":"cancelled"}'),
+        ("done", "{}"),
+    ]
+    time.sleep(0.2)  # past a batch's hold: nothing written after the delete brings it back
+    assert httpx.get(f"{durable.url}{BASE}/{id}", timeout=10).status_code == 404
+    # The object still works for the next conversation with this binding.
+    again = create(durable)
+    assert texts(whole_turn(durable, again, "[[pace:0]] still fine")) != ""
