@@ -13,7 +13,8 @@ import httpx
 import pytest
 from conftest import BROWSER_MARKS, Runtime, assert_stopped, expected_tokens
 from playwright.sync_api import Browser, BrowserContext, Page, expect
-from test_page_browser import axe_violations, send, shot
+from test_page_browser import MARKDOWN, axe_violations, send, shot
+from test_page_images import PNG_URL, attach_png, models, vision_model
 from test_page_work import CONTINUE_PROMPT, settings
 
 pytestmark = BROWSER_MARKS
@@ -287,3 +288,26 @@ def test_settings_continue_after_a_reload_and_an_edit_fork_the_conversation(
         assert time.monotonic() < deadline, "the conversation it forked from is still there"
         time.sleep(0.05)
     assert axe_violations(page) == [], "axe, a forked chat with versions"
+
+
+def test_hostile_text_and_an_image_read_back_from_the_server_stay_inert(
+    context: BrowserContext, runtime: Runtime
+) -> None:
+    page = open_tab(context, runtime)
+    requests: list[str] = []
+    page.on("request", lambda r: requests.append(r.url))
+    page.select_option("#model", vision_model(models(runtime), True))
+    attach_png(page)
+    send(page, MARKDOWN)
+    text_when(page, "outcome === 'complete'")
+    page.reload()
+    expect(page.locator(".msg.assistant")).to_have_attribute("data-outcome", "complete")
+    user, answer = page.locator(".msg.user"), page.locator(".msg.assistant .text")
+    expect(user.locator(".text")).to_have_text(MARKDOWN)  # the user's words: text, never markup
+    expect(user.locator("img")).to_have_attribute("src", PNG_URL)  # from the server's copy
+    expect(answer.locator("h2")).to_have_text("Heading two")
+    expect(answer).to_contain_text('<img src=x onerror="window.pwned=1">')
+    assert page.locator("#log img").count() == 1, "only the user's own image is drawn"
+    assert page.locator("#log script, #log iframe, #log a[href^='javascript' i]").count() == 0
+    assert page.evaluate("window.pwned") is None
+    assert [u for u in requests if "evil.invalid" in u] == []
