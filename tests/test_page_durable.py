@@ -71,7 +71,7 @@ def test_a_reload_mid_answer_resumes_it_in_place_once_and_exactly(
     context: BrowserContext, runtime: Runtime
 ) -> None:
     page = open_tab(context, runtime)
-    content = "[[pace:300]] reload me in the middle"
+    content = "[[pace:400]] reload me in the middle"
     whole = answer_of(content)
     send(page, content)
     before = text_when(page, "text.length >= 12 && outcome === null")
@@ -142,7 +142,7 @@ def test_a_dropped_connection_resumes_the_answer_in_place(
 
 def test_a_second_tab_shows_the_same_stream(context: BrowserContext, runtime: Runtime) -> None:
     first = open_tab(context, runtime)
-    content = "[[pace:300]] watch me in two tabs"
+    content = "[[pace:400]] watch me in two tabs"
     whole = answer_of(content)
     send(first, content)
     text_when(first, "text.length >= 8 && outcome === null")
