@@ -607,7 +607,7 @@ async function followAnswer(chat, answer, div, textBox, continuing, run) {
  * One message to the chat's conversation, in a new one started from `messages` but the last
  * when the server's history is not what the page would send (needsFork). Resolves like streamChat.
  */
-async function durableTurn(chat, messages, body, signal, callbacks) {
+async function durableTurn(chat, messages, body, signal, callbacks, again = true) {
   const history = messages.slice(0, -1), content = messages.at(-1).content;
   if (needsFork(chat, history)) {
     try {
@@ -626,6 +626,10 @@ async function durableTurn(chat, messages, body, signal, callbacks) {
   const onEvent = () => { if (!told) { told = true; tellOtherTabs(chat.conversation); } };
   const result = await streamConversation(chat.conversation, { content, ...body }, { signal, onEvent, ...callbacks });
   chat.serverMessages = historyAfter(history, content, result);
+  if (again && result.error?.status === 404) {   // deleted elsewhere (another tab forked it): start it again
+    chat.serverMessages = null;
+    return durableTurn(chat, messages, body, signal, callbacks, false);
+  }
   return result;
 }
 
@@ -658,9 +662,28 @@ function adopt(entry) {
   state.chats.unshift(chat);
   loadConversation(chat);
 }
+/**
+ * The other tab's list changed: a conversation it forked (a new id where the old one was) is
+ * followed here too; its new chats are listed; the ones it deleted go (unless open here).
+ */
+function followList(oldValue, newValue) {
+  const read = (value) => loadDurable({ getItem: () => value }).chats.map((c) => c.conversation);
+  const before = read(oldValue), now = read(newValue);
+  now.forEach((id, i) => {
+    const old = before[i], chat = state.chats.find((c) => c.conversation === old);
+    if (!old || old === id || now.includes(old) || before.includes(id) || !chat || chat.id === inFlight?.chatId) return;
+    chat.conversation = id;   // forked there: the same chat here
+    if (chat.id === state.currentId) loadConversation(chat);
+  });
+  const gone = new Set(before.filter((id) => !now.includes(id)));
+  const count = state.chats.length;
+  state.chats = state.chats.filter((c) => !gone.has(c.conversation) || c.id === state.currentId || c.id === inFlight?.chatId);
+  if (state.chats.length !== count) drawChatList();
+  for (const entry of loadDurable({ getItem: () => newValue }).chats.reverse()) adopt(entry);
+}
 addEventListener("storage", (event) => {
   if (!durable || !event.newValue) return;
-  if (event.key === DURABLE_KEY) { for (const entry of loadDurable(localStorage).chats.reverse()) adopt(entry); return; }
+  if (event.key === DURABLE_KEY) { followList(event.oldValue, event.newValue); return; }
   if (event.key !== LIVE_KEY) return;
   let conversation;
   try { ({ conversation } = JSON.parse(event.newValue)); } catch { return; }

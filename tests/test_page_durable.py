@@ -177,6 +177,43 @@ def test_a_tab_already_open_on_the_chat_follows_an_answer_begun_in_another(
     expect(second.locator(".msg.user .text")).to_have_text(["[[pace:0]] a first turn", content])
 
 
+def test_tabs_keep_one_list_through_a_fork_and_a_conversation_deleted_elsewhere(
+    context: BrowserContext, runtime: Runtime
+) -> None:
+    first = open_tab(context, runtime)
+    send(first, "[[pace:0]] question one")
+    text_when(first, "outcome === 'complete'")
+    second = open_tab(context, runtime)
+    expect(second.locator(".msg.user .text")).to_have_text(["[[pace:0]] question one"])
+    first.locator(".msg.user").get_by_role("button", name="Edit and resend").click()
+    first.fill("#prompt", "[[pace:0]] question two")
+    first.press("#prompt", "Enter")
+    text_when(first, "outcome === 'complete' && text.includes('question two')")
+    forked = current_conversation(first)
+    # The other tab follows the fork: the same chat, its new branch, one entry in the list.
+    expect(second.locator("#chat-list .open")).to_have_text(["question two"])
+    expect(second.locator(".msg.user .text")).to_have_text(["[[pace:0]] question two"])
+    send(second, "[[pace:0]] from the second tab")
+    text_when(second, "outcome === 'complete' && text.includes('second tab')")
+    assert [m["content"] for m in server_history(runtime, forked)] == [
+        "[[pace:0]] question two",
+        answer_of("[[pace:0]] question two"),
+        "[[pace:0]] from the second tab",
+        answer_of("[[pace:0]] from the second tab", turn=2),
+    ]
+    # Deleted behind the page's back: the next message starts it again from the page's history.
+    assert (
+        httpx.delete(f"{runtime.url}/api/v1/conversations/{forked}", timeout=10).status_code == 204
+    )
+    send(second, "[[pace:0]] after a delete")
+    text_when(second, "outcome === 'complete' && text.includes('after a delete')")
+    expect(second.locator(".msg.assistant.error")).to_have_count(0)
+    again = current_conversation(second)
+    assert again != forked and len(server_history(runtime, again)) == 6, server_history(
+        runtime, again
+    )
+
+
 def test_the_chat_list_comes_from_the_server_and_survives_a_reload(
     context: BrowserContext, runtime: Runtime
 ) -> None:
