@@ -42,7 +42,8 @@ from web import JSON_HEADERS, SSE_HEADERS, WebRequest
 log = logging.getLogger("conversation")
 
 # A turn's events are stored and sent in batches: at most FLUSH_EVENTS at once, none held
-# longer than FLUSH_MS (bench/notes/2026-11-24-durable-conversations.md).
+# longer than FLUSH_MS, the first after a quiet spell not at all
+# (bench/notes/2026-11-24-durable-conversations.md).
 FLUSH_EVENTS = 64
 FLUSH_MS = 20
 
@@ -127,8 +128,9 @@ class _Turn:
         self.deleted = False  # the conversation is being deleted: nothing more is stored
 
     def out(self, data: bytes) -> None:
-        """The relay's bytes: each event numbered and held for the next flush, which stores
-        the batch in one INSERT and then sends it to every reader."""
+        """The relay's bytes: each event numbered and held for a batch, which is stored in one
+        INSERT and then sent to every reader. The first events after a quiet spell go at once
+        and open a window of FLUSH_MS; what comes within it waits for the window's end."""
         for part in split_events(data):
             if part.startswith(b":"):  # a keep-alive comment: for whoever is attached then
                 self._wire.append(part)
@@ -137,17 +139,15 @@ class _Turn:
                 event = Event(turn=self.number, seq=self.seq, data=part)
                 self._pending.append(event)
                 self._wire.append(event.wire())
-        if len(self._pending) >= FLUSH_EVENTS:
+        if self._flush_timer is None:
             self.flush()
-        elif self._wire and self._flush_timer is None:
             self._flush_timer = js.setTimeout(self._flush_later, FLUSH_MS)
+        elif len(self._pending) >= FLUSH_EVENTS:
+            self.flush()
 
     def flush(self) -> None:
         """Stores the held events, then sends them: a reader is never sent an event that is
-        not stored, and one that resumes calls this first, so storage holds all it needs."""
-        if self._flush_timer is not None:
-            js.clearTimeout(self._flush_timer)
-            self._flush_timer = None
+        not stored (one that resumes flushes first, so its replay has everything at once)."""
         if self._pending:
             if not self.deleted:
                 self.store.append_all(self._pending)
@@ -159,8 +159,11 @@ class _Turn:
                 reader.send(wire)
 
     def _flush_due(self, *_: Any) -> None:
+        """The window's end: what came within it goes, and opens the next; else it is quiet."""
         self._flush_timer = None
-        self.flush()
+        if self._wire:
+            self.flush()
+            self._flush_timer = js.setTimeout(self._flush_later, FLUSH_MS)
 
     def attach(self, reader: _Reader, signal: Any) -> None:
         self._next_reader += 1
@@ -192,6 +195,9 @@ class _Turn:
             self.pipe.stop()
 
     def ended(self, _gone: bool) -> None:
+        if self._flush_timer is not None:
+            js.clearTimeout(self._flush_timer)
+            self._flush_timer = None
         self.flush()
         if self._timer is not None:
             js.clearTimeout(self._timer)
