@@ -3,7 +3,8 @@
 //      (the same relay, plus SQLite writes and the object's hop), interleaved;
 //   2. the time from a reconnect (GET .../stream with Last-Event-ID) to its first resumed byte,
 //      while the answer is still being written.
-//   node bench/conversations.mjs [--rounds 10] [--out .cache/bench-conversations.json]
+//   node bench/conversations.mjs [--rounds 10] [--pace 0] [--out .cache/bench-conversations.json]
+//   (--pace MS: ms between the model's tokens in part 1; 0 is as fast as it goes)
 import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -15,6 +16,7 @@ import { cpuOf } from "./workerd.mjs";
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const { values: args } = parseArgs({ options: {
   rounds: { type: "string", default: "10" },
+  pace: { type: "string", default: "0" },
   out: { type: "string", default: path.join(ROOT, ".cache", "bench-conversations.json") },
 } });
 const ROUNDS = Number(args.rounds);
@@ -60,7 +62,7 @@ async function main() {
   const base = running.url.toString().replace(/\/$/, "");
   const pid = workerdPid();
   const create = async () => JSON.parse((await request(`${base}/api/v1/conversations`, "POST", null)).text).id;
-  const content = (tag) => `[[tokens:${TOKENS}]][[pace:0]] run-${tag}`;
+  const content = (tag) => `[[tokens:${TOKENS}]][[pace:${Number(args.pace)}]] run-${tag}`;
   const cpu = { stateless: [], conversation: [] };
   for (let i = 0; i < 3; i++) { await request(`${base}/api/v1/chat`, "POST", JSON.stringify({ messages: [{ role: "user", content: content(`warm${i}`) }], max_tokens: TOKENS + 50 })); }
   for (let round = 0; round < ROUNDS; round++) {
@@ -90,6 +92,7 @@ async function main() {
     ratio: median(cpu.conversation) / median(cpu.stateless),
     reconnectToFirstByteMs: { median: median(resumes), max: Math.max(...resumes) },
     rounds: ROUNDS,
+    paceMs: Number(args.pace),
   };
   fs.mkdirSync(path.dirname(args.out), { recursive: true });
   fs.writeFileSync(args.out, JSON.stringify(result, null, 1));

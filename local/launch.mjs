@@ -36,6 +36,8 @@ Runs the Worker in src/ on workerd (through miniflare) with the built-in offline
   --ratelimit N/S     every [[ratelimits]] binding allows N requests per S seconds (S: 10 or 60)
                       instead of wrangler.toml's numbers (tests use a short period, or none);
                       NAME=N/S sets one binding (repeatable; after N/S, it wins for NAME)
+  --no-conversations  leave out wrangler.toml's Durable Object bindings (CONVERSATIONS): the
+                      deployment without durable conversations (the page keeps chats in the browser)
   --persist DIR       keep Durable Objects (durable conversations) on disk in DIR, so they
                       survive a restart (make dev: .cache/durable-objects; default: in memory)
   --snapshot MODE     off | save | load | auto: the dedicated Python memory snapshot a deploy
@@ -112,7 +114,7 @@ export function pythonModules(mainFile) {
   return { modulesRoot: dir, modules: names.map((name) => ({ type: "PythonModule", path: path.join(dir, name) })) };
 }
 
-export async function workerOptions({ envName, vars, modelUrl, ratelimit }) {
+export async function workerOptions({ envName, vars, modelUrl, ratelimit, conversations = true }) {
   process.env.WRANGLER_SEND_METRICS ??= "false";
   // Here env.AI is not remote (the built-in model answers it): wrangler's warning that AI
   // "always accesses remote resources" would mislead, and it is its only output here.
@@ -124,6 +126,7 @@ export async function workerOptions({ envName, vars, modelUrl, ratelimit }) {
   const ratelimits = ratelimit && base.ratelimits
     ? Object.fromEntries(Object.entries(base.ratelimits).map(([name, rl]) => [name, { ...rl, simple: ratelimit[name] ?? ratelimit["*"] ?? rl.simple }]))
     : base.ratelimits;
+  if (!conversations) delete base.durableObjects;
   return {
     ...base,
     ratelimits,
@@ -150,7 +153,7 @@ async function readJson(req) {
   return JSON.parse(Buffer.concat(parts).toString("utf8") || "{}");
 }
 
-export async function launch({ envName, port, paceMs = 40, vars = {}, snapshot = "off", ratelimit, persist }) {
+export async function launch({ envName, port, paceMs = 40, vars = {}, snapshot = "off", ratelimit, persist, conversations = true }) {
   const { Miniflare, Log, LogLevel } = await import("miniflare");
   const workerd = (await import("workerd")).default;
   process.env.REAL_WORKERD = workerd.default ?? workerd;
@@ -177,7 +180,7 @@ export async function launch({ envName, port, paceMs = 40, vars = {}, snapshot =
       process.env.LOCAL_PYTHON_SNAPSHOT = mode;
       process.env.LOCAL_PYTHON_SNAPSHOT_DIR = snapDir;
     }
-    const options = { ...shared, ...(await workerOptions({ envName, vars: liveVars, modelUrl: model.url, ratelimit })) };
+    const options = { ...shared, ...(await workerOptions({ envName, vars: liveVars, modelUrl: model.url, ratelimit, conversations })) };
     const mf = new Miniflare(options);
     const url = await mf.ready;
     return { mf, url };
@@ -193,7 +196,7 @@ export async function launch({ envName, port, paceMs = 40, vars = {}, snapshot =
     if (restarting) return;
     fatalRestarts += 1;
     log({ level: "error", message: "Pyodide fatal error: the isolate's Python runtime is dead and this workerd cannot replace it; restarting workerd", restarts: fatalRestarts });
-    restarting = workerOptions({ envName, vars: liveVars, modelUrl: model.url, ratelimit })
+    restarting = workerOptions({ envName, vars: liveVars, modelUrl: model.url, ratelimit, conversations })
       .then((options) => mf.setOptions({ ...shared, port: Number(url.port), ...options }))
       .then(() => log({ level: "info", message: "workerd restarted after a Pyodide fatal error", restarts: fatalRestarts }))
       .catch((err) => log({ level: "error", message: `restart after a Pyodide fatal error failed: ${err?.message ?? err}` }))
@@ -207,7 +210,7 @@ export async function launch({ envName, port, paceMs = 40, vars = {}, snapshot =
         for (const [k, v] of Object.entries(await readJson(req))) {
           if (v === null) delete liveVars[k]; else liveVars[k] = String(v);
         }
-        await mf.setOptions({ ...shared, port: Number(url.port), ...(await workerOptions({ envName, vars: liveVars, modelUrl: model.url, ratelimit })) });
+        await mf.setOptions({ ...shared, port: Number(url.port), ...(await workerOptions({ envName, vars: liveVars, modelUrl: model.url, ratelimit, conversations })) });
         res.writeHead(200, { "content-type": "application/json" });
         return res.end(JSON.stringify(liveVars));
       }
@@ -233,7 +236,7 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     ({ values } = parseArgs({ options: {
       env: { type: "string" }, port: { type: "string" }, pace: { type: "string" },
       var: { type: "string", multiple: true }, snapshot: { type: "string" }, ratelimit: { type: "string", multiple: true },
-      persist: { type: "string" },
+      persist: { type: "string" }, "no-conversations": { type: "boolean" },
       "exit-on-stdin-eof": { type: "boolean" }, help: { type: "boolean", short: "h" },
     } }));
   } catch (err) {
@@ -261,7 +264,7 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const started = performance.now();
   let running;
   try {
-    running = await launch({ envName: values.env, port, paceMs: Number(values.pace ?? 40), vars, snapshot, ratelimit, persist: values.persist });
+    running = await launch({ envName: values.env, port, paceMs: Number(values.pace ?? 40), vars, snapshot, ratelimit, persist: values.persist, conversations: !values["no-conversations"] });
   } catch (err) {
     if (err?.code === "ERR_ADDRESS_IN_USE") fail(inUse);
     const hint = process.env.WORKERD_PYODIDE_DIR ? "" :

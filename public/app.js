@@ -3,7 +3,11 @@
 // file draws. User text goes into the page with textContent; model text only through
 // markdown.js (sanitized, images never loaded); the user's own images only as data: URLs of
 // the four image types (IMAGE_DATA_URL), checked again where they are drawn.
-import { streamChat } from "./chat-client.js";
+import { ChatError, streamChat } from "./chat-client.js";
+import {
+  createConversation, deleteConversation, getConversation, resumeConversation, stopConversation, streamConversation,
+} from "./conversation-client.js";
+import { DURABLE_KEY, chatFromServer, historyAfter, loadDurable, needsFork, saveDurable } from "./durable-chats.js";
 import {
   CONTINUE_PROMPT, DEFAULT_LIMITS, IMAGE_DATA_URL, IMAGE_TYPES, capabilitiesFrom, chatTitle, chatToJSON, chatToMarkdown,
   checkImages, countChars, currentChat, deleteChat, describeError, editMessage, fitConversation, imageBytes, limitsFrom,
@@ -26,7 +30,8 @@ let limits = { ...DEFAULT_LIMITS };
 let reasoning = [];
 let capabilities = null;   // null: the service announces none (it takes no images, no reasoning back)
 let defaultModel = "";
-let inFlight = null;       // { controller, chatId }
+let inFlight = null;       // { controller, chatId, stopping }
+let durable = false;       // the chats are durable conversations (GET /api/v1/models says so): durable-chats.js
 let editingId = null;
 let pending = [];          // images attached to the message being written: { name, type, bytes, url }
 let undo = null;           // { chat, index, timer }
@@ -43,7 +48,7 @@ const el = (tag, props = {}, ...children) => {
 };
 
 function save() {
-  const { dropped, imagesUnsaved } = saveState(localStorage, state);
+  const { dropped, imagesUnsaved } = durable ? saveDurable(localStorage, state) : saveState(localStorage, state);
   const notes = [];
   if (dropped > 0) notes.push(`Browser storage is full: the ${dropped} oldest chats were removed.`);
   if (dropped < 0) notes.push("Browser storage is full: this chat is kept only until you leave the page.");
@@ -155,6 +160,8 @@ function switchTo(id) {
   drawChat();
   closeMenuOnPhone();
   prompt.focus();
+  const chat = currentChat(state);
+  if (durable && chat?.stale) loadConversation(chat);   // its answer went on without us: read it back
 }
 
 function removeChat(id) {
@@ -172,8 +179,16 @@ function removeChat(id) {
   (nextId && chatList.querySelector(`[data-chat="${nextId}"]`) || $("clear")).focus();
 }
 
+/** A deleted chat's conversation, deleted on the server once Undo is no longer offered. */
+function forget(chat, keepalive = false) {
+  if (!durable || !chat?.conversation) return;
+  const send = keepalive ? (url, init) => fetch(url, { ...init, keepalive: true }) : fetch;
+  deleteConversation(chat.conversation, { fetch: send }).catch(() => {});
+}
+
 function offerUndo(chat, index) {
   if (!chat) return;
+  if (undo) forget(undo.chat);
   clearTimeout(undo?.timer);
   const title = chatTitle(chat);
   const button = el("button", { type: "button", class: "link" }, "Undo");
@@ -187,7 +202,7 @@ function offerUndo(chat, index) {
   });
   toast.replaceChildren(el("span", {}, `Deleted “${title}”. `), button);
   toast.hidden = false;
-  undo = { chat, index, timer: setTimeout(hideToast, 15000) };
+  undo = { chat, index, timer: setTimeout(() => { forget(chat); hideToast(); }, 15000) };
   announce(`Chat deleted: ${title}. Undo is offered below the chat list.`);
 }
 
@@ -507,8 +522,29 @@ async function ask(chat, { versions = {}, continuing = null } = {}) {
     return;
   }
 
+  const result = await followAnswer(chat, answer, div, textBox, continuing, (signal, callbacks) => (durable
+    ? durableTurn(chat, fit.messages, body, signal, callbacks)
+    : streamChat({ messages: fit.messages, ...body }, { signal, ...callbacks })));
+  if (result.error) {
+    const said = describeError(answer.error, limits);
+    const question = chat.messages.findLast((m) => m.role === "user");
+    if (said.rejected && question && !continuing) {
+      question.rejected = true;
+      log.querySelector(`[data-id="${question.id}"]`)?.replaceWith(messageView(chat, question));
+    }
+    if (said.shrink) chat.budgetBytes = Math.floor(new TextEncoder().encode(JSON.stringify({ messages: fit.messages, ...body })).length * 0.6);
+  }
+  endAnswer(chat, div, answer);
+}
+
+/**
+ * Follows one answer into its view until it ends (`run(signal, callbacks)` streams it); the
+ * answer gets its text, outcome, usage, thinking and error. Resolves with the stream's result.
+ */
+async function followAnswer(chat, answer, div, textBox, continuing, run) {
   const controller = new AbortController();
-  inFlight = { controller, chatId: chat.id };
+  const flight = { controller, chatId: chat.id, stopping: false };
+  inFlight = flight;
   setBusy(true);
   const before = continuing ? answer.content : "";
   // Each render follows the answer if the reader was at the bottom just before it: one who
@@ -518,8 +554,7 @@ async function ask(chat, { versions = {}, continuing = null } = {}) {
   if (continuing && answer.thinking) div.prepend(thinkingView(answer));
   let thinking = null, thinkingStarted = 0, thinkingEnded = 0, firstAt = 0, thought = "";
   const started = performance.now();
-  const result = await streamChat({ messages: fit.messages, ...body }, {
-    signal: controller.signal,
+  const result = await run(controller.signal, {
     onThinking: (text) => {
       if (!firstAt) firstAt = performance.now();
       if (!thinking) {
@@ -544,8 +579,12 @@ async function ask(chat, { versions = {}, continuing = null } = {}) {
   const ended = performance.now();
   inFlight = null;
   setBusy(false);
+  // A durable answer stopped by the user ends as the server says: stop_reason "cancelled".
+  const outcome = result.stopReason === "cancelled" ? "aborted" : result.outcome;
+  // Left while it was being written (another chat was opened): it goes on in its conversation.
+  if (durable && result.outcome === "aborted" && !flight.stopping) chat.stale = true;
   Object.assign(answer, {
-    content: before + result.text, outcome: result.outcome, stopReason: result.stopReason, whileThinking: result.whileThinking,
+    content: before + result.text, outcome, stopReason: result.stopReason, whileThinking: result.whileThinking,
   });
   const usage = result.usage && continuing?.usage ? { ...result.usage, completion_tokens: (result.usage.completion_tokens ?? 0) + (continuing.usage.completion_tokens ?? 0) } : result.usage;
   Object.assign(answer, { usage: usage ?? null, ms: Math.round(ended - started) + (continuing?.ms ?? 0), writingMs: Math.round(firstAt ? ended - firstAt : 0) + (continuing?.writingMs ?? 0) });
@@ -553,15 +592,158 @@ async function ask(chat, { versions = {}, continuing = null } = {}) {
   if (result.error) {
     const { code, message, status, retryAfter } = result.error;
     answer.error = { code, message, status, retryAfter };
-    const said = describeError(answer.error, limits);
-    const question = chat.messages.findLast((m) => m.role === "user");
-    if (said.rejected && question && !continuing) {
-      question.rejected = true;
-      log.querySelector(`[data-id="${question.id}"]`)?.replaceWith(messageView(chat, question));
-    }
-    if (said.shrink) chat.budgetBytes = Math.floor(new TextEncoder().encode(JSON.stringify({ messages: fit.messages, ...body })).length * 0.6);
   } else delete answer.error;
+  return result;
+}
+
+// ---- durable conversations (durable-chats.js) ------------------------------------------
+/**
+ * One message to the chat's conversation, in a new one started from `messages` but the last
+ * when the server's history is not what the page would send (needsFork). Resolves like streamChat.
+ */
+async function durableTurn(chat, messages, body, signal, callbacks, again = true) {
+  const history = messages.slice(0, -1), content = messages.at(-1).content;
+  if (needsFork(chat, history)) {
+    try {
+      const old = chat.conversation;
+      chat.conversation = await createConversation({ messages: history, model: body.model });
+      chat.serverMessages = history;
+      save();   // the list has the id before the answer starts: a reload finds it
+      if (old) deleteConversation(old).catch(() => {});
+    } catch (err) {
+      if (signal.aborted) return { outcome: "aborted", text: "", thinking: "", stopReason: null, whileThinking: false, usage: null, error: null };
+      const error = err instanceof ChatError ? err : new ChatError("network_error", `Could not reach the service: ${err.message}`);
+      return { outcome: "failed", text: "", thinking: "", stopReason: null, whileThinking: false, usage: null, error };
+    }
+  }
+  let told = false;
+  const onEvent = () => { if (!told) { told = true; tellOtherTabs(chat.conversation); } };
+  const result = await streamConversation(chat.conversation, { content, ...body }, { signal, onEvent, ...callbacks });
+  chat.serverMessages = historyAfter(history, content, result);
+  if (again && result.error?.status === 404) {   // deleted elsewhere (another tab forked it): start it again
+    chat.serverMessages = null;
+    return durableTurn(chat, messages, body, signal, callbacks, false);
+  }
+  return result;
+}
+
+/** The answer the chat's conversation is writing (or last wrote), read from its start, in place. */
+async function resumeAnswer(chat) {
+  const answer = { id: newId(), role: "assistant", content: "", outcome: null };
+  chat.messages.push(answer);
+  $("empty")?.remove();
+  const { div, textBox } = streamingView(answer);
+  log.append(div);
+  log.scrollTop = log.scrollHeight;
+  const result = await followAnswer(chat, answer, div, textBox, null,
+    (signal, callbacks) => resumeConversation(chat.conversation, null, { signal, ...callbacks }));
+  const history = chat.serverMessages;
+  const question = history?.at(-1);
+  chat.serverMessages = question?.role === "user" && result.outcome !== "aborted" ? historyAfter(history.slice(0, -1), question.content, result) : null;
   endAnswer(chat, div, answer);
+}
+
+// Other tabs of this browser hear of an answer being written (a `storage` event: the key is
+// written once per answer, when its first event arrives) and follow it too.
+const LIVE_KEY = "ai-chat:conversations:live";
+function tellOtherTabs(conversation) {
+  try { localStorage.setItem(LIVE_KEY, JSON.stringify({ conversation, at: Date.now() })); } catch { /* full: they read it on their next load */ }
+}
+/** A chat begun in another tab: listed (read from the server), not opened. */
+function adopt(entry) {
+  if (state.chats.some((c) => c.conversation === entry.conversation)) return;
+  const chat = chatFromServer(entry, null);
+  state.chats.unshift(chat);
+  loadConversation(chat);
+}
+/**
+ * The other tab's list changed: a conversation it forked (a new id where the old one was) is
+ * followed here too; its new chats are listed; the ones it deleted go (unless open here).
+ */
+function followList(oldValue, newValue) {
+  const read = (value) => loadDurable({ getItem: () => value }).chats.map((c) => c.conversation);
+  const before = read(oldValue), now = read(newValue);
+  now.forEach((id, i) => {
+    const old = before[i], chat = state.chats.find((c) => c.conversation === old);
+    if (!old || old === id || now.includes(old) || before.includes(id) || !chat || chat.id === inFlight?.chatId) return;
+    chat.conversation = id;   // forked there: the same chat here
+    if (chat.id === state.currentId) loadConversation(chat);
+  });
+  const gone = new Set(before.filter((id) => !now.includes(id)));
+  const count = state.chats.length;
+  state.chats = state.chats.filter((c) => !gone.has(c.conversation) || c.id === state.currentId || c.id === inFlight?.chatId);
+  if (state.chats.length !== count) drawChatList();
+  for (const entry of loadDurable({ getItem: () => newValue }).chats.reverse()) adopt(entry);
+}
+addEventListener("storage", (event) => {
+  if (!durable || !event.newValue) return;
+  if (event.key === DURABLE_KEY) { followList(event.oldValue, event.newValue); return; }
+  if (event.key !== LIVE_KEY) return;
+  let conversation;
+  try { ({ conversation } = JSON.parse(event.newValue)); } catch { return; }
+  const chat = state.chats.find((c) => c.conversation === conversation);
+  if (chat?.id === state.currentId && !inFlight) loadConversation(chat);
+});
+
+/** Reads a chat back from its conversation; a conversation that is gone leaves the list. */
+async function loadConversation(chat) {
+  let got;
+  try { got = await getConversation(chat.conversation); } catch { return; }   // unreachable now: kept as it is
+  if (!state.chats.includes(chat) || inFlight?.chatId === chat.id) return;   // gone, or being answered here
+  if (got === null) {
+    const wasCurrent = chat.id === state.currentId;
+    deleteChat(state, chat.id);
+    if (wasCurrent && !currentChat(state)) startChat(state).model = modelSelect.value;
+    save();
+    if (wasCurrent) drawChat(); else drawChatList();
+    return;
+  }
+  const fresh = chatFromServer(chat, got);
+  Object.assign(chat, { messages: fresh.messages, serverMessages: fresh.serverMessages });
+  delete chat.stale;
+  const isCurrent = chat.id === state.currentId;
+  if (!isCurrent) { drawChatList(); return; }
+  drawChat();
+  if (inFlight) return;
+  if (got.streaming || chat.messages.at(-1)?.role === "user") resumeAnswer(chat);
+  else if (chat.messages.at(-1)?.role === "assistant") readEnding(chat);
+}
+
+/**
+ * How the last answer ended (its stop reason: Continue after a length cut, Stopped) is in its
+ * stored events, not in the history: read once when the chat is read back.
+ */
+async function readEnding(chat) {
+  const last = chat.messages.at(-1);
+  const result = await resumeConversation(chat.conversation, null, { retries: 0 });
+  if (chat.messages.at(-1) !== last || result.outcome !== "complete" || inFlight?.chatId === chat.id) return;
+  Object.assign(last, { stopReason: result.stopReason, whileThinking: result.whileThinking, usage: result.usage });
+  if (result.stopReason === "cancelled") last.outcome = "aborted";
+  if (chat.id === state.currentId) log.querySelector(`[data-id="${last.id}"]`)?.replaceWith(messageView(chat, last));
+}
+
+/** The chats of the saved list, each read from the server; the current one first. */
+async function useConversations() {
+  durable = true;
+  layout.dataset.chats = "server";   // for whoever looks (tests): the chats live on the server
+  const saved = loadDurable(localStorage);
+  state.chats = saved.chats.map((entry) => chatFromServer(entry, null));
+  state.currentId = state.chats.find((c) => c.conversation === saved.currentId)?.id ?? null;
+  if (!currentChat(state)) startChat(state).model = modelSelect.value;
+  drawChat();
+  const current = currentChat(state);
+  const rest = state.chats.filter((c) => c !== current && c.conversation);
+  await Promise.all([current, ...rest].filter((c) => c.conversation).map(loadConversation));
+}
+
+function stopAnswer() {
+  if (!inFlight) return;
+  const chat = state.chats.find((c) => c.id === inFlight.chatId);
+  if (!durable || !chat?.conversation) { inFlight.controller.abort(); return; }
+  // The server ends the answer (stop_reason "cancelled") for every tab that follows it.
+  const flight = inFlight;
+  flight.stopping = true;
+  stopConversation(chat.conversation).catch(() => flight.controller.abort());
 }
 
 const nextTask = () => new Promise((resolve) => setTimeout(resolve, 0));
@@ -640,7 +822,7 @@ prompt.addEventListener("keydown", (event) => {
 
 document.addEventListener("keydown", (event) => {
   if (event.key !== "Escape" || settings.open) return;
-  if (inFlight) { event.preventDefault(); inFlight.controller.abort(); }
+  if (inFlight) { event.preventDefault(); stopAnswer(); }
   else if (editingId !== null) cancelEdit();
 });
 
@@ -691,7 +873,7 @@ const fileName = (chat, ext) => `${chatTitle(chat).replace(/[^\p{L}\p{N}]+/gu, "
 $("export-md").addEventListener("click", () => { const c = currentChat(state); if (c) { download(fileName(c, "md"), "text/markdown", chatToMarkdown(c)); announce("Chat exported as Markdown."); } });
 $("export-json").addEventListener("click", () => { const c = currentChat(state); if (c) { download(fileName(c, "json"), "application/json", chatToJSON(c)); announce("Chat exported as JSON."); } });
 
-stop.addEventListener("click", () => inFlight?.controller.abort());
+stop.addEventListener("click", stopAnswer);
 $("clear").addEventListener("click", newChat);
 $("settings-open").addEventListener("click", openSettings);
 $("cancel-edit").addEventListener("click", () => { cancelEdit(); prompt.focus(); });
@@ -713,7 +895,8 @@ log.addEventListener("click", (event) => {
 
 // Leaving mid-answer keeps what arrived, marked as cut.
 addEventListener("pagehide", () => {
-  if (!inFlight) return;
+  if (undo) forget(undo.chat, true);
+  if (!inFlight || durable) return;   // a durable answer goes on in its conversation
   const chat = state.chats.find((c) => c.id === inFlight.chatId);
   const answer = chat?.messages.at(-1);
   const live = log.querySelector(".msg.streaming .text");
@@ -740,6 +923,7 @@ async function loadModels() {
     }));
     const chat = currentChat(state);
     if (chat?.model && models.includes(chat.model)) modelSelect.value = chat.model;
+    if (json.conversations === true) await useConversations();
   } catch { /* the default model and limits still work */ } finally {
     drawImageControls();
   }

@@ -239,6 +239,8 @@ export const ERRORS = Object.freeze({
   unauthorized: { text: "This chat service needs a key that this page does not have. Ask its owner for access." },
   network_error: { text: "The chat service could not be reached. Check your connection and try again.", retry: true },
   connection_lost: { text: "The connection broke before the answer was complete. Try again.", retry: true },
+  turn_in_progress: { text: "An answer is still being written in this chat (perhaps in another tab). Wait for it to end, or stop it, then try again.", retry: true },
+  conversation_too_large: { text: "This chat has grown larger than the service keeps. The oldest messages will be left out when you try again; or start a new chat.", retry: true, shrink: true },
   http_error: { text: "The chat service answered with an error{status}. Try again.", retry: true },
 });
 
@@ -518,9 +520,14 @@ export function chatToMarkdown(chat) {
   return out.join("\n").trimEnd() + "\n";
 }
 
-/** A chat as JSON: what the page keeps of it, versions included. */
+/**
+ * A chat as JSON: what the page keeps of it, versions included. Not its durable conversation's
+ * id (knowing it is the right to read the conversation: a shared file must not carry it) nor the
+ * page's copy of the server's history.
+ */
 export function chatToJSON(chat) {
-  return JSON.stringify({ format: "ai-chat", version: 1, chat }, null, 2) + "\n";
+  const { conversation, serverMessages, stale, ...kept } = chat;
+  return JSON.stringify({ format: "ai-chat", version: 1, chat: kept }, null, 2) + "\n";
 }
 
 /** Puts a deleted chat back where it was, and makes it current. */

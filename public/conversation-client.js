@@ -20,9 +20,17 @@ async function failure(response) {
   return new ChatError(code, message, response.status);
 }
 
-/** POST /api/v1/conversations: the new conversation's id. Throws a ChatError on failure. */
-export async function createConversation({ base = BASE, fetch = globalThis.fetch, headers = {} } = {}) {
-  const response = await fetch(base, { method: "POST", headers });
+/**
+ * POST /api/v1/conversations: the new conversation's id. Throws a ChatError on failure.
+ * `messages` (and the `model` they are checked for): the history it starts from.
+ */
+export async function createConversation({ base = BASE, fetch = globalThis.fetch, headers = {}, messages, model } = {}) {
+  const init = { method: "POST", headers };
+  if (messages?.length) {
+    init.headers = { ...headers, "content-type": "application/json" };
+    init.body = JSON.stringify(model ? { messages, model } : { messages });
+  }
+  const response = await fetch(base, init);
   if (response.status !== 201) throw await failure(response);
   return (await response.json()).id;
 }
@@ -33,6 +41,14 @@ export async function getConversation(id, { base = BASE, fetch = globalThis.fetc
   if (response.status === 404) return null;
   if (!response.ok) throw await failure(response);
   return response.json();
+}
+
+/** DELETE /api/v1/conversations/{id}: true when it was there (404: it was not). */
+export async function deleteConversation(id, { base = BASE, fetch = globalThis.fetch, headers = {} } = {}) {
+  const response = await fetch(`${base}/${id}`, { method: "DELETE", headers });
+  if (response.status === 404) return false;
+  if (!response.ok) throw await failure(response);
+  return true;
 }
 
 /** POST .../stop: whether an answer was being written (it ends with stop_reason "cancelled"). */

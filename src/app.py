@@ -285,6 +285,8 @@ async def models(ctx: Context) -> WebResponse:
         "reasoning": reasoning,
         "capabilities": capabilities,
         "limits": limits,
+        # The page keeps its chats as durable conversations when this deployment has them.
+        "conversations": ctx.conversations is not None,
         "version": VERSION,
     }
     return json_response(200, body)

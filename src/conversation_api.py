@@ -12,8 +12,18 @@ import secrets
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+import catalog
 from app import Api, Context, Conversations, Route, app_error, parse_body
-from chat_request import CHAT_FIELDS, parse_chat, reject_unknown
+from chat_request import (
+    CHAT_FIELDS,
+    check_content_type,
+    parse_chat,
+    parse_json,
+    parse_model,
+    read_body,
+    reject_unknown,
+)
+from conversation import CHAT, parse_conversation
 from errors import ApiError
 from guard import PAGE_OR_KEY
 from web import WebResponse
@@ -22,6 +32,7 @@ PREFIX = "/api/v1/conversations"
 _ID = "[0-9a-f]{32}"
 _PATH = re.compile(PREFIX + r"/(" + _ID + r")(?:/(messages|stream|stop))?")
 MESSAGE_FIELDS = ("content", *(f for f in CHAT_FIELDS if f != "messages"))
+HISTORY_FIELDS = ("messages", "model")
 
 
 def new_id() -> str:
@@ -74,6 +85,18 @@ def parse_message(body: dict[str, Any], ctx: Context) -> dict[str, Any]:
     return payload
 
 
+def parse_history(body: dict[str, Any], ctx: Context) -> dict[str, Any]:
+    """{"messages", "model"?}: the history a new conversation starts from (a fork of another,
+    edited or trimmed by the client), checked as /api/v1/chat checks its messages, for `model`
+    (images only for a model that reads them)."""
+    reject_unknown(body, HISTORY_FIELDS)
+    model = parse_model(body.get("model"), ctx.settings)
+    conversation = parse_conversation(
+        body.get("messages"), ctx.settings, dialect=CHAT, model=model, facts=catalog.info(model)
+    )
+    return {"messages": list(conversation.messages)}
+
+
 async def create(ctx: Context) -> WebResponse:
     if ctx.conversations is None:
         raise ApiError(
@@ -81,7 +104,16 @@ async def create(ctx: Context) -> WebResponse:
             "conversations_unavailable",
             "Durable conversations are not configured on this deployment (no CONVERSATIONS binding).",
         )
-    return await ctx.conversations.call(new_id(), "create")
+    # An empty body: an empty conversation, as before; else it starts from a history.
+    request = ctx.request
+    body = await read_body(
+        request.body, request.headers.get("content-length"), ctx.settings.max_body_bytes
+    )
+    history = None
+    if body:
+        check_content_type(request.headers.get("content-type"))
+        history = parse_history(parse_json(body), ctx)
+    return await ctx.conversations.call(new_id(), "create", history)
 
 
 async def read(ctx: Context) -> WebResponse:

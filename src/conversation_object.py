@@ -3,7 +3,9 @@ SQLite storage, and the turn being generated, with the readers attached to it.
 
 A turn runs here, not in the request that asked for it: env.AI.run from the object, re-framed
 by the same relay (RelayPipe, its bytes handed to _Turn.out instead of a body of its own),
-every event numbered, stored, then written to each attached reader. A reader that leaves (its
+every event numbered, then held for a short batch: the batch is stored in one INSERT, then
+written to each attached reader, so no reader ever holds an event that is not stored (and one
+that resumes is attached before the next batch goes out). A reader that leaves (its
 request's signal aborts: measured on workerd, the object's response stream is not cancelled
 when the outer client leaves, its request signal is) detaches; when none has been attached
 for RESUME_GRACE_SECONDS the turn is stopped. A reader that comes back gets the stored events
@@ -40,6 +42,12 @@ from think_tags import TEXT, Part
 from web import JSON_HEADERS, SSE_HEADERS, WebRequest
 
 log = logging.getLogger("conversation")
+
+# A turn's events are stored and sent in batches: at most FLUSH_EVENTS at once, none held
+# longer than FLUSH_MS, the first after a quiet spell not at all
+# (bench/notes/2026-11-24-durable-conversations.md).
+FLUSH_EVENTS = 64
+FLUSH_MS = 20
 
 
 class _Sql:
@@ -113,18 +121,51 @@ class _Turn:
         self._next_reader = 0
         self._timer: Any = None
         self._expire = create_proxy(self._grace_over)
-        self._proxies: list[Any] = [self._expire]
+        # Events held for one batch: stored by one INSERT, then sent, never sent unstored.
+        self._pending: list[Event] = []
+        self._wire: list[bytes] = []
+        self._flush_timer: Any = None
+        self._flush_later = create_proxy(self._flush_due)
+        self._proxies: list[Any] = [self._expire, self._flush_later]
+        self.deleted = False  # the conversation is being deleted: nothing more is stored
 
     def out(self, data: bytes) -> None:
-        """The relay's bytes: each event numbered and stored, then sent to every reader."""
+        """The relay's bytes: each event numbered and held for a batch, which is stored in one
+        INSERT and then sent to every reader. The first events after a quiet spell go at once
+        and open a window of FLUSH_MS; what comes within it waits for the window's end."""
         for part in split_events(data):
-            if part.startswith(b":"):  # a keep-alive comment: for whoever is attached now
-                wire = part
+            if part.startswith(b":"):  # a keep-alive comment: for whoever is attached then
+                self._wire.append(part)
             else:
                 self.seq += 1
-                wire = self.store.append(self.number, self.seq, part).wire()
+                event = Event(turn=self.number, seq=self.seq, data=part)
+                self._pending.append(event)
+                self._wire.append(event.wire())
+        if self._flush_timer is None:
+            self.flush()
+            self._flush_timer = js.setTimeout(self._flush_later, FLUSH_MS)
+        elif len(self._pending) >= FLUSH_EVENTS:
+            self.flush()
+
+    def flush(self) -> None:
+        """Stores the held events, then sends them: a reader is never sent an event that is
+        not stored (one that resumes flushes first, so its replay has everything at once)."""
+        if self._pending:
+            if not self.deleted:
+                self.store.append_all(self._pending)
+            self._pending = []
+        if self._wire:
+            wire = b"".join(self._wire)
+            self._wire = []
             for reader in self.readers.values():
                 reader.send(wire)
+
+    def _flush_due(self, *_: Any) -> None:
+        """The window's end: what came within it goes, and opens the next; else it is quiet."""
+        self._flush_timer = None
+        if self._wire:
+            self.flush()
+            self._flush_timer = js.setTimeout(self._flush_later, FLUSH_MS)
 
     def attach(self, reader: _Reader, signal: Any) -> None:
         self._next_reader += 1
@@ -156,6 +197,10 @@ class _Turn:
             self.pipe.stop()
 
     def ended(self, _gone: bool) -> None:
+        if self._flush_timer is not None:
+            js.clearTimeout(self._flush_timer)
+            self._flush_timer = None
+        self.flush()
         if self._timer is not None:
             js.clearTimeout(self._timer)
             self._timer = None
@@ -203,7 +248,12 @@ class Conversation(DurableObject):  # type: ignore[misc]  # the SDK has no stubs
         try:
             settings = config.load(self._lookup)
             if op == "create":
+                history = json.loads(str(await raw.text())) if raw.method == "POST" else {}
                 self._store.create(time.time())
+                for message in history.get("messages", ()):
+                    self._store.add_message(
+                        message["role"], message["content"], message.get("reasoning")
+                    )
                 return _json(201, {"id": url.netloc})
             if not self._store.exists():
                 raise ApiError(404, "not_found", "No such conversation.")
@@ -218,8 +268,10 @@ class Conversation(DurableObject):  # type: ignore[misc]  # the SDK has no stubs
                     },
                 )
             if op == "delete":
-                if self._turn is not None and self._turn.pipe is not None:
-                    self._turn.pipe.stop()
+                if self._turn is not None:  # its readers still get its end; storage does not
+                    self._turn.deleted = True
+                    if self._turn.pipe is not None:
+                        self._turn.pipe.stop()
                 await self.ctx.storage.deleteAll()
                 return Response(None, status=204)
             if op == "stop":
@@ -264,13 +316,15 @@ class Conversation(DurableObject):  # type: ignore[misc]  # the SDK has no stubs
             raise ApiError(404, "no_turn", "This conversation has no answer yet.")
         mark = parse_event_id(after)
         seq = mark[1] if mark is not None and mark[0] == turn else 0
-        missed: list[Event] = self._store.events_after(turn, seq)
         live = self._turn
+        if live is not None and live.number == turn:
+            live.flush()  # what the turn holds is stored first: the replay below has it all
+        missed: list[Event] = self._store.events_after(turn, seq)
         if live is None or live.number != turn:
             return _sse(to_js(b"".join(e.wire() for e in missed)) if missed else None)
         reader = _Reader()
-        for event in missed:  # then attached, with no await in between: nothing in the gap
-            reader.send(event.wire())
+        if missed:  # then attached, with no await in between: nothing in the gap
+            reader.send(b"".join(e.wire() for e in missed))
         live.attach(reader, signal)
         return _sse(reader.body)
 
@@ -341,6 +395,10 @@ class Conversation(DurableObject):  # type: ignore[misc]  # the SDK has no stubs
         return _sse(reader.body)
 
     def _turn_done(self, turn: _Turn) -> None:
+        if turn.deleted:
+            if self._turn is turn:
+                self._turn = None
+            return
         encoder = turn.encoder
         text = "".join(encoder.text)
         if text or encoder.reasoning or isinstance(encoder.ending, Finished):

@@ -56,8 +56,8 @@ def parse_event_id(value: str | None) -> tuple[int, int] | None:
 
 
 class Store:
-    """Every event costs one INSERT and nothing else: the byte count is kept here and written
-    with the turn's end (bench/notes/2026-11-24-durable-conversations.md)."""
+    """Events are written in batches, one INSERT each, and nothing else: the byte count is
+    kept here and written with the turn's end (bench/notes/2026-11-24-durable-conversations.md)."""
 
     def __init__(self, sql: Sql) -> None:
         self._sql = sql
@@ -87,6 +87,7 @@ class Store:
         self._set("turn", "0")
         self._set("streaming", "0")
         self._set("bytes", "0")
+        self._size = 0  # this object may have held a conversation that was deleted
 
     @property
     def turn(self) -> int:
@@ -141,11 +142,25 @@ class Store:
         self._set("bytes", str(self.size))
 
     def append(self, turn: int, seq: int, data: bytes) -> Event:
+        event = Event(turn=turn, seq=seq, data=data)
+        self.append_all([event])
+        return event
+
+    def append_all(self, events: Sequence[Event]) -> None:
+        """Consecutive events of one turn in one INSERT: their data as one JSON array, so the
+        statement has three parameters however many events (a Durable Object's SQL takes at
+        most 100 per statement)."""
+        if not events:
+            return
+        first = events[0]
+        data = [e.data.decode() for e in events]
         self._sql.run(
-            "INSERT INTO events (turn, seq, data) VALUES (?, ?, ?)", turn, seq, data.decode()
+            "INSERT INTO events (turn, seq, data) SELECT ?, ? + key, value FROM json_each(?)",
+            first.turn,
+            first.seq,
+            json.dumps(data, ensure_ascii=False),
         )
-        self._grow(len(data), save=False)
-        return Event(turn=turn, seq=seq, data=data)
+        self._grow(sum(len(e.data) for e in events), save=False)
 
     def events_after(self, turn: int, seq: int) -> list[Event]:
         rows = self._sql.rows(

@@ -143,6 +143,15 @@ def runtime() -> Iterator[Runtime]:
     rt.stop()
 
 
+@pytest.fixture(scope="session")
+def stateless_runtime() -> Iterator[Runtime]:
+    """The Worker without its CONVERSATIONS binding: the page as it is without durable
+    conversations (its chats kept in the browser, answers on /api/v1/chat)."""
+    rt = start_runtime("--no-conversations")
+    yield rt
+    rt.stop()
+
+
 def assert_stopped(
     call: dict[str, Any], *, left_at_ms: float | None = None, within_ms: float = 1000.0
 ) -> None:

@@ -95,8 +95,33 @@ def test_models_lists_allow_list_and_default() -> None:
         b'"capabilities": {"m1": {"context_window": null, "vision": false, "tools": false, "reasoning": false, "paid_plan": false}, '
         b'"@cf/openai/gpt-oss-20b": {"context_window": 128000, "vision": false, "tools": true, "reasoning": true, "paid_plan": false}}, '
         b'"limits": {"max_messages": 7, "max_message_chars": 1000000, "max_body_bytes": 4962304, "max_images": 8, '
-        b'"max_image_bytes": 3145728, "max_tokens_limit": 4096, "default_max_tokens": 1024}, "version": "0.2.0"}'
+        b'"max_image_bytes": 3145728, "max_tokens_limit": 4096, "default_max_tokens": 1024}, "conversations": false, '
+        b'"version": "0.2.0"}'
     )
+
+
+class NoConversations:
+    """A CONVERSATIONS binding that is there, for what only asks whether it is."""
+
+    async def call(
+        self, id: str, op: str, payload: dict[str, Any] | None = None, *, after: str | None = None
+    ) -> WebResponse:
+        raise AssertionError(f"no conversation call expected, got {op} {id}")
+
+
+def test_models_says_whether_durable_conversations_are_there() -> None:
+    response = asyncio.run(
+        handle(
+            request("GET", "/api/v1/models"),
+            lambda _: None,
+            FakeModel(frames("hi")),
+            TABLE,
+            limiter=FakeLimiter(),
+            conversations=NoConversations(),
+        )
+    )
+    assert isinstance(response.body, bytes)
+    assert json.loads(response.body)["conversations"] is True
 
 
 def test_chat_streams_with_sse_headers_and_passes_only_known_fields() -> None:

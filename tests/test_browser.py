@@ -13,6 +13,12 @@ pytestmark = BROWSER_MARKS
 
 
 @pytest.fixture
+def runtime(stateless_runtime: Runtime) -> Runtime:
+    """The page without durable conversations (tests/test_page_durable.py: with them)."""
+    return stateless_runtime
+
+
+@pytest.fixture
 def page(browser: Browser, runtime: Runtime) -> Iterator[Page]:
     context = browser.new_context(viewport={"width": 1000, "height": 800})
     pg = context.new_page()

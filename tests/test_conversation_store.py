@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from conversation_store import Store, parse_event_id, split_events
+from conversation_store import Event, Store, parse_event_id, split_events
 
 
 class Lite:
@@ -80,3 +80,25 @@ def test_history_keeps_content_parts_and_reasoning() -> None:
 )
 def test_event_ids(value: str | None, parsed: tuple[int, int] | None) -> None:
     assert parse_event_id(value) == parsed
+
+
+def test_a_batch_of_events_is_one_insert_and_replays_as_single_appends_do() -> None:
+    lite = Lite()
+    store = Store(lite)
+    store.create(1.0)
+    turn = store.start_turn()
+    store.append(turn, 1, b"event: a\ndata: {}\n\n")
+    batch = [
+        Event(turn=turn, seq=seq, data=b'event: b\ndata: {"text":"\\u00e9 %d\\n"}\n\n' % seq)
+        for seq in range(2, 60)
+    ]
+    statements: list[str] = []
+    lite.db.set_trace_callback(statements.append)
+    store.append_all(batch)
+    lite.db.set_trace_callback(None)
+    assert [s for s in statements if s.startswith("INSERT")] != [] and len(statements) == 1, (
+        statements
+    )
+    replay = store.events_after(turn, 1)
+    assert [(e.seq, e.data) for e in replay] == [(e.seq, e.data) for e in batch]
+    assert store.size == len(b"event: a\ndata: {}\n\n") + sum(len(e.data) for e in batch)

@@ -216,3 +216,75 @@ def test_history_survives_a_restart_and_delete_forgets_it(durable: Runtime) -> N
     assert httpx.get(f"{durable.url}{BASE}/{id}", timeout=30).json() == before
     assert httpx.delete(f"{durable.url}{BASE}/{id}", timeout=10).status_code == 204
     assert httpx.get(f"{durable.url}{BASE}/{id}", timeout=10).status_code == 404
+
+
+def test_readers_resuming_again_and_again_mid_turn_get_every_event_once(durable: Runtime) -> None:
+    """Events are stored in batches: a reader that resumes while some are held must still get
+    each one once, in order (the object stores what it holds before it replays)."""
+    id = create(durable)
+    content = "[[tokens:300]] [[pace:3]] batch me"
+    seen = events(read_some(durable, "POST", f"{BASE}/{id}/messages", 2, json={"content": content}))
+    resumes = 0
+    while seen[-1][1] != "done":
+        more = read_some(
+            durable, "GET", f"{BASE}/{id}/stream", 3, headers={"last-event-id": seen[-1][0]}
+        )
+        seen += events(more)
+        resumes += 1
+        assert resumes < 400, "the turn never ended"
+    assert [i for i, _, _ in seen] == [f"1:{n}" for n in range(1, len(seen) + 1)], [
+        i for i, _, _ in seen
+    ]
+    stored = events(httpx.get(f"{durable.url}{BASE}/{id}/stream", timeout=10).content)
+    assert seen == stored, "what the readers got is not the stored answer"
+    assert sum(name == "content_block_delta" for _, name, _ in seen) == 300
+    assert resumes >= 5, resumes
+
+
+def test_a_conversation_can_start_from_a_history(durable: Runtime) -> None:
+    history = [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "first"},
+        {"role": "assistant", "content": "an answer"},
+    ]
+    response = httpx.post(durable.url + BASE, json={"messages": history}, timeout=10)
+    assert response.status_code == 201, response.text
+    id = response.json()["id"]
+    got = httpx.get(f"{durable.url}{BASE}/{id}", timeout=10).json()
+    assert got == {"id": id, "messages": history, "streaming": False}
+    turn = whole_turn(durable, id, "[[pace:0]] and then")
+    said = [*history, {"role": "user", "content": "[[pace:0]] and then"}]
+    assert durable.last_call()["inputs"]["messages"] == said
+    assert texts(turn) == "".join(expected_tokens(said))
+    bad = httpx.post(
+        durable.url + BASE, json={"messages": [{"role": "tool", "content": "x"}]}, timeout=10
+    )
+    assert (bad.status_code, bad.json()["error"]) == (400, "invalid_field"), bad.text
+    unknown = httpx.post(durable.url + BASE, json={"messages": history, "x": 1}, timeout=10)
+    assert (unknown.status_code, unknown.json()["error"]) == (400, "unknown_field"), unknown.text
+
+
+def test_delete_mid_turn_stops_the_model_and_forgets_everything(durable: Runtime) -> None:
+    id = create(durable)
+    got: list[list[tuple[str, str, str]]] = []
+    reader = threading.Thread(
+        target=lambda: got.append(whole_turn(durable, id, "[[tokens:200]] [[pace:50]] delete me"))
+    )
+    reader.start()
+    deadline = time.monotonic() + 20
+    while not httpx.get(f"{durable.url}{BASE}/{id}", timeout=10).json()["streaming"]:
+        assert time.monotonic() < deadline, "the answer never started"
+        time.sleep(0.02)
+    time.sleep(0.3)
+    assert httpx.delete(f"{durable.url}{BASE}/{id}", timeout=10).status_code == 204
+    assert_stopped(durable.wait_for(lambda c: c["closedAt"] is not None, timeout=10))
+    reader.join(timeout=30)
+    assert [(name, data) for _, name, data in got[0]][-2:] == [  # its reader saw it end
+        ("message_stop", '{"stop_reason":"cancelled"}'),
+        ("done", "{}"),
+    ]
+    time.sleep(0.2)  # past a batch's hold: nothing written after the delete brings it back
+    assert httpx.get(f"{durable.url}{BASE}/{id}", timeout=10).status_code == 404
+    # The object still works for the next conversation with this binding.
+    again = create(durable)
+    assert texts(whole_turn(durable, again, "[[pace:0]] still fine")) != ""

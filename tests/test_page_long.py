@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from conftest import BROWSER_MARKS, Runtime
 from playwright.sync_api import Browser, Page, expect
-from test_page_browser import Opened, answered, open_page, opened, send, shot  # noqa: F401 (opened: a fixture)
+from test_page_browser import Opened, answered, open_page, opened, runtime, send, shot  # noqa: F401 (fixtures)
 
 pytestmark = BROWSER_MARKS
 

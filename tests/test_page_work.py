@@ -12,13 +12,14 @@ from typing import Any
 import pytest
 from conftest import BROWSER_MARKS, Runtime
 from playwright.sync_api import Browser, Page, expect
-from test_page_browser import (  # noqa: F401 (opened: a fixture)
+from test_page_browser import (  # noqa: F401 (fixtures)
     Opened,
     answered,
     axe_violations,
     open_page,
     opened,
     reasoning_model,
+    runtime,
     send,
     shot,
 )

@@ -316,6 +316,7 @@ def test_routes_methods_and_models(runtime: Runtime) -> None:
                 "max_tokens_limit": 4096,
                 "default_max_tokens": 1024,
             },
+            "conversations": True,
             "version": "0.2.0",
         }
         page = client.get("/")

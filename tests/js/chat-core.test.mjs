@@ -109,6 +109,7 @@ const API_CODES = [
   "server_misconfigured", "upstream_error", "upstream_timeout", "upstream_incomplete", "internal_error",
   "ai_unavailable", "upstream_busy", "upstream_quota_exceeded", "context_length_exceeded",
   "upstream_rejected_input", "model_unavailable", "rate_limited", "unauthorized",
+  "turn_in_progress", "conversation_too_large",   // a durable conversation's (durable-chats.js)
 ];
 const CLIENT_CODES = ["network_error", "connection_lost", "http_error", "too_many_images"];
 

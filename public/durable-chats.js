@@ -1,0 +1,102 @@
+// The page's chats as durable conversations (docs/API.md, "Durable conversations"), as pure
+// functions with no DOM, so Node tests can check them. The server holds each chat's messages
+// and answers; the browser keeps only the list: each chat's conversation id, plus what is the
+// browser's own (a name given by hand, the chat's settings, its model).
+//
+// The server's history only grows. What the page sends next is what it would have sent to the
+// stateless API (chat-core.js: the system prompt, the kept versions, the trimming); when the
+// server's history is not exactly that (a message was edited, an answer regenerated, a version
+// switched, the system prompt changed, old turns trimmed, an answer continued), the chat
+// continues in a new conversation started from that history (a fork), and the old one is deleted.
+import { IMAGE_DATA_URL, imageBytes, newId } from "./chat-core.js";
+
+export const DURABLE_KEY = "ai-chat:conversations:v1";
+const ID = /^[0-9a-f]{32}$/;
+
+/** The saved list: { currentId, chats: [{ conversation, title, settings, model }] }, newest first. */
+export function loadDurable(storage) {
+  let parsed;
+  try { parsed = JSON.parse(storage.getItem(DURABLE_KEY) ?? "null"); } catch { parsed = null; }
+  if (!parsed || parsed.version !== 1 || !Array.isArray(parsed.chats)) return { currentId: null, chats: [] };
+  const seen = new Set();
+  const chats = parsed.chats.filter((c) => c && typeof c === "object" && typeof c.conversation === "string" && ID.test(c.conversation)
+    && !seen.has(c.conversation) && seen.add(c.conversation)).map((c) => ({
+    conversation: c.conversation,
+    title: typeof c.title === "string" ? c.title : "",
+    model: typeof c.model === "string" ? c.model : "",
+    ...(c.settings && typeof c.settings === "object" ? { settings: c.settings } : {}),
+  }));
+  const currentId = chats.some((c) => c.conversation === parsed.currentId) ? parsed.currentId : null;
+  return { currentId, chats };
+}
+
+/** Saves the list of the page's chats that have a conversation: ids and the browser's own fields. */
+export function saveDurable(storage, state) {
+  const current = state.chats.find((c) => c.id === state.currentId);
+  const chats = state.chats.filter((c) => c.conversation).map((c) => ({
+    conversation: c.conversation, title: c.title ?? "", model: c.model ?? "", ...(c.settings ? { settings: c.settings } : {}),
+  }));
+  try {
+    storage.setItem(DURABLE_KEY, JSON.stringify({ version: 1, currentId: current?.conversation ?? null, chats }));
+  } catch { return { dropped: -1, imagesUnsaved: 0 }; }
+  return { dropped: 0, imagesUnsaved: 0 };
+}
+
+/** A page message from a user message as the server keeps it (text, or parts with images). */
+function userMessage(content) {
+  if (typeof content === "string") return { id: newId(), role: "user", content };
+  const parts = Array.isArray(content) ? content : [];
+  const text = parts.filter((p) => p?.type === "text" && typeof p.text === "string").map((p) => p.text).join("");
+  const images = parts.filter((p) => p?.type === "image_url" && IMAGE_DATA_URL.test(p.image_url?.url ?? ""))
+    .map((p, i) => ({ name: `image ${i + 1}`, type: `image/${IMAGE_DATA_URL.exec(p.image_url.url)[1]}`, bytes: imageBytes(p.image_url.url), url: p.image_url.url }));
+  return images.length ? { id: newId(), role: "user", content: text, images } : { id: newId(), role: "user", content: text };
+}
+
+/**
+ * A chat of the page from GET /api/v1/conversations/{id} and its entry in the saved list.
+ * A first system message equal to the chat's system prompt is that setting, not a message.
+ * `serverMessages`: the history exactly as the server holds it, to tell when a fork is needed.
+ */
+export function chatFromServer(entry, server) {
+  const serverMessages = Array.isArray(server?.messages) ? server.messages : [];
+  let shown = serverMessages;
+  const system = entry.settings?.system?.trim() ? entry.settings.system : null;
+  if (shown[0]?.role === "system" && shown[0].content === system) shown = shown.slice(1);
+  const messages = shown.filter((m) => ["system", "user", "assistant"].includes(m?.role)).map((m) => {
+    if (m.role === "user") return userMessage(m.content);
+    const text = typeof m.content === "string" ? m.content : "";
+    if (m.role === "system") return { id: newId(), role: "system", content: text };
+    const answer = { id: newId(), role: "assistant", content: text, outcome: "complete" };
+    if (typeof m.reasoning === "string" && m.reasoning) answer.thinking = m.reasoning;
+    return answer;
+  });
+  const now = Date.now();
+  return {
+    id: newId(), conversation: entry.conversation, title: entry.title ?? "", model: entry.model ?? "",
+    ...(entry.settings ? { settings: entry.settings } : {}), createdAt: now, updatedAt: now,
+    messages, serverMessages,
+  };
+}
+
+/** Whether the next message needs a new conversation started from `history` (see the top). */
+export function needsFork(chat, history) {
+  return !chat.conversation || !Array.isArray(chat.serverMessages) || JSON.stringify(chat.serverMessages) !== JSON.stringify(history);
+}
+
+/**
+ * The server's history after a turn: what it held, the message, and the answer as it stores
+ * one (its text, and its thinking as `reasoning`, when it has either or it finished). null when
+ * it cannot be known (the message may or may not have been taken): the next message forks.
+ */
+export function historyAfter(history, content, result) {
+  const status = result.error?.status ?? 200;
+  // Refused before it began (any HTTP error: the object keeps a message only once its answer
+  // starts); no answer at all (status 0) may or may not have reached it.
+  if (result.outcome === "failed" && status !== 200) return status === 0 ? null : history;
+  if (result.outcome === "aborted" || result.outcome === "cut") return null;   // it may go on without us
+  const out = [...history, { role: "user", content }];
+  if (result.text || result.thinking || result.stopReason) {
+    out.push(result.thinking ? { role: "assistant", content: result.text, reasoning: result.thinking } : { role: "assistant", content: result.text });
+  }
+  return out;
+}
