@@ -33,12 +33,13 @@ def live_streams() -> dict[str, Any]:
     # What the collection found unreachable: garbage requests left in cycles since the last one.
     collected = gc.collect()
     objects = gc.get_objects()
-    # The commonest types, so that a growing count says what grows (local stats route only).
+    # Every type, commonest first, so that a growing count says what grows, a few survivors of
+    # ours included (local stats route only).
     kinds: dict[str, int] = {}
     for obj in objects:
         name = type(obj).__qualname__
         kinds[name] = kinds.get(name, 0) + 1
-    top = dict(sorted(kinds.items(), key=lambda kv: -kv[1])[:40])
+    top = dict(sorted(kinds.items(), key=lambda kv: -kv[1]))
     return {
         "live": len(_LIVE),
         **_COUNTS,
@@ -188,6 +189,7 @@ class RelayPipe:
         self._signal = client_signal if client_signal else None
         self.stream: Any = None
         self._writer: Any = None
+        self._left: Any = None  # aborted when the writer's `closed` rejects: the client left
         if out is None:
             pair = js.IdentityTransformStream.new()
             self.stream = pair.readable
@@ -216,10 +218,17 @@ class RelayPipe:
         # The client leaving cancels the body, which rejects the writer's `closed`: measured
         # on workerd with 1-25 streams at once, it did for every client that left, where
         # request.signal aborted for 2-20% of them and a TransformStream's cancel() hardly
-        # ever ran (bench/GLUE-NOTES.md; writer.desiredSize never turned null). A Python
-        # callable, not a proxy: Pyodide releases it when the promise settles, once per answer.
+        # ever ran (bench/GLUE-NOTES.md; writer.desiredSize never turned null). No Python
+        # callable on `closed`: a client that leaves right after the last event can leave
+        # `closed` unsettled for good, and what Pyodide hands the promise would then keep this
+        # pipe alive (bench/notes/2026-11-24-soak.md). The rejection aborts a JS controller
+        # instead, whose listener is our proxy, removed and destroyed when the pipe ends.
         if self._writer is not None:
-            self._writer.closed.then(js.Boolean, self._client_gone)
+            self._left = js.AbortController.new()
+            self._left.signal.addEventListener("abort", self._on_gone)
+            abort = js_bind(js.Reflect.get(js.AbortController.prototype, "abort"), self._left)
+            catch = js.Reflect.get(js.Promise.prototype, "catch")
+            _void_caller(catch, self._writer.closed)(abort)
         pipe_to = js.Reflect.get(upstream, "pipeTo")
         _void_caller(pipe_to, upstream, sink, js_object({"signal": self._stop.signal}))(None)
         if self._signal is not None:
@@ -328,6 +337,8 @@ class RelayPipe:
             self._timer = None
         if self._signal is not None:
             self._signal.removeEventListener("abort", self._on_gone)
+        if self._left is not None:
+            self._left.signal.removeEventListener("abort", self._on_gone)
         # Not from inside a proxy's own call: destroy on the next turn of the loop.
         asyncio.get_event_loop().call_soon(self._release)
 
