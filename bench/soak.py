@@ -47,6 +47,21 @@ COMPLETIONS = "/v1/chat/completions"
 REASONER = "@cf/openai/gpt-oss-20b"
 FATAL_MARKS = ("fatal error", "NoGilError", "no 'Default' class")
 JSON = {"content-type": "application/json"}
+# Per-request types of ours (and the SDK's Default with its env wrapper, and closure cells): each
+# should be back to its start after a collection once the traffic has drained.
+PER_REQUEST = (
+    "RelayPipe",
+    "Relay",
+    "UpstreamDecoder",
+    "Timing",
+    "IncrementalDecoder",
+    "JsByteSource",
+    "RequestLog",
+    "RequestBody",
+    "Default",
+    "_EnvWrapper",
+    "cell",
+)
 
 
 @dataclass
@@ -55,6 +70,7 @@ class Tally:
     statuses: collections.Counter[str] = field(default_factory=collections.Counter)
     unexpected_5xx: list[str] = field(default_factory=list)
     no_answer: collections.Counter[str] = field(default_factory=collections.Counter)
+    explained: dict[str, list[str]] = field(default_factory=dict)
 
 
 @dataclass
@@ -64,59 +80,85 @@ class Log:
     fatal: int = 0
     lines: int = 0
     first_fatal: list[str] = field(default_factory=list)
-    # The Worker's own error lines (an upstream failure's detail), to explain a 5xx afterwards.
-    errors: list[str] = field(default_factory=list)
+    # The Worker's recent error and warning lines (an upstream failure's detail), searched by
+    # request id for each unexpected 5xx (explain()); the error paths of the mix write hundreds
+    # a batch, so the first ones alone would not hold the line of a 5xx late in the run.
+    recent: collections.deque[str] = field(default_factory=lambda: collections.deque(maxlen=50_000))
+    # Lines that are not the Worker's JSON (workerd's and the launcher's own), the first ones.
+    other: list[str] = field(default_factory=list)
+    others: int = 0
 
     def read(self, stream: Any) -> None:
         for line in stream:
             self.lines += 1
-            if '"level":"error"' in line and len(self.errors) < 200:
-                self.errors.append(line.rstrip()[:1000])
+            if '"level":"error"' in line or '"level":"warning"' in line:
+                self.recent.append(line.rstrip()[:1000])
+            elif not line.startswith("{"):
+                self.others += 1
+                if len(self.other) < 200:
+                    self.other.append(line.rstrip()[:1000])
             if any(mark in line for mark in FATAL_MARKS):
                 self.fatal += 1
                 if len(self.first_fatal) < 20:
                     self.first_fatal.append(line.rstrip()[:400])
 
 
+def explain(tally: Tally, log: Log) -> None:
+    """The Worker's log lines of each unexpected 5xx not explained yet (before they roll off)."""
+    for entry in tally.unexpected_5xx:
+        rid = entry.split(" ", 4)[3]
+        if rid and rid not in tally.explained:
+            found = [line for line in list(log.recent) if f'"request_id":"{rid}"' in line]
+            if found:
+                tally.explained[rid] = found
+
+
 def chat(text: str, **extra: Any) -> dict[str, Any]:
     return {"messages": [{"role": "user", "content": text}], **extra}
 
 
-async def post(client: httpx.AsyncClient, path: str, body: dict[str, Any]) -> tuple[int, bytes]:
+# (status, body, x-request-id): the id finds the Worker's own log lines for an unexpected 5xx.
+Answer = tuple[int, bytes, str]
+
+
+def answer(r: httpx.Response, body: bytes) -> Answer:
+    return r.status_code, body, r.headers.get("x-request-id", "")
+
+
+async def post(client: httpx.AsyncClient, path: str, body: dict[str, Any]) -> Answer:
     r = await client.post(path, json=body)
-    return r.status_code, r.content
+    return answer(r, r.content)
 
 
 async def stream_all(
     client: httpx.AsyncClient, path: str, body: dict[str, Any], slow: float = 0.0
-) -> tuple[int, bytes]:
+) -> Answer:
     async with client.stream("POST", path, json=body) as r:
         parts = []
-        async for chunk in r.aiter_raw():
+        # Decoded: an error answer may come compressed, and its body is what the report shows.
+        async for chunk in r.aiter_bytes():
             parts.append(chunk)
             if slow:
                 await asyncio.sleep(slow)
-        return r.status_code, b"".join(parts)
+        return answer(r, b"".join(parts))
 
 
-async def leave_early(
-    client: httpx.AsyncClient, path: str, body: dict[str, Any]
-) -> tuple[int, bytes]:
+async def leave_early(client: httpx.AsyncClient, path: str, body: dict[str, Any]) -> Answer:
     """A client that reads the first bytes of a long answer and closes the connection."""
     async with client.stream("POST", path, json=body) as r:
         async for chunk in r.aiter_raw():
-            return r.status_code, chunk
-        return r.status_code, b""
+            return answer(r, chunk)
+        return answer(r, b"")
 
 
-Send = Callable[[httpx.AsyncClient, random.Random, int], Awaitable[tuple[int, bytes]]]
+Send = Callable[[httpx.AsyncClient, random.Random, int], Awaitable[Answer]]
 
 
 def fuzz_body(seed: int) -> Send:
-    async def send(client: httpx.AsyncClient, rng: random.Random, i: int) -> tuple[int, bytes]:
+    async def send(client: httpx.AsyncClient, rng: random.Random, i: int) -> Answer:
         path, body = body_at(seed, i)
         r = await client.post(path, content=body, headers=JSON)
-        return r.status_code, r.content
+        return answer(r, r.content)
 
     return send
 
@@ -243,14 +285,14 @@ MIX: list[tuple[str, int, frozenset[int], Send]] = [
 ]
 
 
-async def get(client: httpx.AsyncClient, path: str) -> tuple[int, bytes]:
+async def get(client: httpx.AsyncClient, path: str) -> Answer:
     r = await client.get(path)
-    return r.status_code, r.content
+    return answer(r, r.content)
 
 
-async def raw_post(client: httpx.AsyncClient, path: str, body: bytes) -> tuple[int, bytes]:
+async def raw_post(client: httpx.AsyncClient, path: str, body: bytes) -> Answer:
     r = await client.post(path, content=body, headers=JSON)
-    return r.status_code, r.content
+    return answer(r, r.content)
 
 
 def descendants(pid: int) -> list[int]:
@@ -362,11 +404,16 @@ async def soak(
     args: argparse.Namespace, out: Path, url: str, model_url: str, launcher: int, log: Log
 ) -> tuple[list[dict[str, Any]], Tally]:
     rng = random.Random(args.seed)
-    kinds = [m for m in MIX for _ in range(m[1])]
+    kinds = [m for m in MIX for _ in range(m[1]) if not args.kinds or m[0] in args.kinds]
     tally = Tally()
     samples: list[dict[str, Any]] = []
+    # A connection idle for a few seconds (while a sample is taken) is not reused: httpx keeps
+    # one 5 s by default, and a request sent as the server closes an idle connection gets no
+    # answer, which is the client's race, not the Worker's (bench/notes/2026-11-24-soak.md).
     limits = httpx.Limits(
-        max_connections=args.concurrency, max_keepalive_connections=args.concurrency
+        max_connections=args.concurrency,
+        max_keepalive_connections=args.concurrency,
+        keepalive_expiry=1.0,
     )
     async with httpx.AsyncClient(base_url=url, timeout=60, limits=limits) as client:
         t0 = time.monotonic()
@@ -383,7 +430,7 @@ async def soak(
                     kind, _, allowed, send = rng.choice(kinds)
                     tally.by_kind[kind] += 1
                     try:
-                        status, body = await send(client, rng, i)
+                        status, body, rid = await send(client, rng, i)
                     except httpx.HTTPError as exc:
                         tally.no_answer[f"{kind} {type(exc).__name__}"] += 1
                         continue
@@ -393,16 +440,17 @@ async def soak(
                         and status not in allowed
                         and len(tally.unexpected_5xx) < 10_000
                     ):
-                        tally.unexpected_5xx.append(f"#{i} {kind} {status} {body[:200]!r}")
+                        tally.unexpected_5xx.append(f"#{i} {kind} {status} {rid} {body[:200]!r}")
 
             await asyncio.gather(*(worker() for _ in range(args.concurrency)))
             done = min(done + batch, args.requests)
+            explain(tally, log)
             s = await sample(client, model_url, launcher, done, t0, tally, log)
             samples.append(s)
             print(
                 f"[soak] {done:>7} requests {s['seconds']:>7.1f} s  objects {s['py_objects']}  wasm {s['wasm_memory'] / 2**20:.1f} MiB"
                 f"  sp {s['stack_pointer']}  rss {s['rss'] / 2**20:.0f} MiB  fatal {s['fatal']}  5xx {s['unexpected_5xx']}"
-                f"  no answer {s['no_answer']}",
+                f"  no answer {s['no_answer']}  relay pipes alive {s['py_types'].get('RelayPipe', 0)}",
                 flush=True,
             )
             # Written after every batch, so a run stopped early still leaves its figures.
@@ -429,7 +477,8 @@ def write_outputs(
                 "unexpected_5xx": tally.unexpected_5xx[:200],
                 "no_answer": dict(tally.no_answer),
                 "fatal_lines": log.first_fatal,
-                "error_lines": log.errors,
+                "unexpected_5xx_log": tally.explained,
+                "other_lines": log.other,
             },
             indent=1,
         )
@@ -442,7 +491,7 @@ def write_outputs(
 def growth(first: dict[str, Any], last: dict[str, Any]) -> list[tuple[str, int, int]]:
     names = set(first["py_types"]) | set(last["py_types"])
     rows = [(n, int(first["py_types"].get(n, 0)), int(last["py_types"].get(n, 0))) for n in names]
-    return sorted((r for r in rows if r[1] != r[2]), key=lambda r: -abs(r[2] - r[1]))[:12]
+    return sorted((r for r in rows if r[1] != r[2]), key=lambda r: -abs(r[2] - r[1]))[:20]
 
 
 def report(
@@ -485,6 +534,13 @@ def report(
     lines += ["", "Python object types whose count changed from the first batch to the end:", ""]
     lines += ["| type | after batch 1 | end |", "|---|---|---|"]
     lines += [f"| {n} | {a} | {b} |" for n, a, b in growth(warm, last)] or ["| (none) | | |"]
+    lines += ["", "Per-request types after gc.collect():", ""]
+    lines += ["| type | start | after batch 1 | end | most at a sample |", "|---|---|---|---|---|"]
+    for name in PER_REQUEST:
+        counts = [int(s["py_types"].get(name, 0)) for s in samples]
+        lines.append(
+            f"| {name} | {counts[0]} | {counts[min(1, len(counts) - 1)]} | {counts[-1]} | {max(counts)} |"
+        )
     lines += ["", "Requests by kind and status:", "", "| kind | statuses |", "|---|---|"]
     per_kind: dict[str, list[str]] = collections.defaultdict(list)
     for key, n in sorted(tally.statuses.items()):
@@ -492,7 +548,17 @@ def report(
         per_kind[kind].append(f"{status}: {n:,}")
     lines += [f"| {k} | {', '.join(v)} |" for k, v in per_kind.items()]
     if tally.unexpected_5xx:
-        lines += ["", "First unexpected 5xx:", ""] + [f"- `{u}`" for u in tally.unexpected_5xx[:10]]
+        lines += ["", "First unexpected 5xx (the Worker's log lines of each below it):", ""]
+        for u in tally.unexpected_5xx[:10]:
+            lines.append(f"- `{u}`")
+            lines += [f"  - `{line}`" for line in tally.explained.get(u.split(" ", 4)[3], [])]
+    if log.other:
+        lines += [
+            "",
+            f"Lines of workerd's output that are not the Worker's ({log.others}), the first:",
+            "",
+        ]
+        lines += ["```", *log.other[:20], "```"]
     if log.first_fatal:
         lines += ["", "First fatal lines:", "", "```", *log.first_fatal, "```"]
     text = "\n".join(lines) + "\n"
@@ -545,7 +611,15 @@ def main() -> None:
         else os.environ.get("WORKERD_PYODIDE_DIR", ""),
     )
     ap.add_argument("--out", default="")
+    ap.add_argument(
+        "--kinds",
+        type=lambda text: set(text.split(",")),
+        default=set(),
+        help="only these kinds of the mix, comma-separated (a targeted run)",
+    )
     args = ap.parse_args()
+    if unknown := args.kinds - {m[0] for m in MIX}:
+        ap.error(f"--kinds {sorted(unknown)} not in the mix: {[m[0] for m in MIX]}")
     if args.short:
         args.requests, args.samples = 3000, 6
     out = Path(

@@ -500,7 +500,10 @@ export function startModel({ port = 0, paceMs = 40 } = {}) {
     // Anything else (miniflare's RPC websocket for non-fetch calls included) is not served.
     sendJson(res, 404, { internalCode: 5007, description: `no route ${req.method} ${url.pathname}`, name: "InferenceUpstreamError" });
   });
-  server.keepAliveTimeout = 5000;
+  // Longer than workerd's own idle limit for pooled connections (kj's HttpClientSettings default,
+  // 5 s): with equal limits a request workerd sends on a connection as this server closes it
+  // fails, and the Worker answers 502 (bench/notes/2026-11-24-soak.md). workerd closes first.
+  server.keepAliveTimeout = 65_000;
   return new Promise((resolve, reject) => {
     server.once("error", reject);
     server.listen(port, "127.0.0.1", () => resolve({ server, calls, url: `http://127.0.0.1:${server.address().port}/` }));

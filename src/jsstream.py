@@ -19,7 +19,7 @@ import js
 from pyodide.ffi import create_proxy, to_js
 
 import census
-from js_glue import bytes_of, ignore, js_object, void_caller
+from js_glue import bytes_of, ignore, js_bind, js_object, void_caller
 from relay import Relay
 
 log = logging.getLogger("jsstream")
@@ -63,7 +63,7 @@ class RelayPipe:
     into an IdentityTransformStream whose readable is the response body.
 
     JavaScript does the pumping; Python is called once per upstream chunk, synchronously, and
-    returns nothing: no promise reaches Python per chunk (the writes go through _void_caller).
+    returns nothing: no promise reaches Python per chunk (the writes go through void_caller).
     The events are not awaited: they queue in the IdentityTransformStream for a client that
     reads slowly, bounded by the answer's max_tokens, so every answer reaches its end.
     It is wired step by step from Python, because workerd makes no code from strings.
@@ -107,6 +107,7 @@ class RelayPipe:
         self._signal = client_signal if client_signal else None
         self.stream: Any = None
         self._writer: Any = None
+        self._left: Any = None  # aborted when the writer's `closed` rejects: the client left
         if out is None:
             pair = js.IdentityTransformStream.new()
             self.stream = pair.readable
@@ -133,10 +134,17 @@ class RelayPipe:
         # The client leaving cancels the body, which rejects the writer's `closed`: measured
         # on workerd with 1-25 streams at once, it did for every client that left, where
         # request.signal aborted for 2-20% of them and a TransformStream's cancel() hardly
-        # ever ran (bench/notes/GLUE-NOTES.md; writer.desiredSize never turned null). A Python
-        # callable, not a proxy: Pyodide releases it when the promise settles, once per answer.
+        # ever ran (bench/notes/GLUE-NOTES.md; writer.desiredSize never turned null). No Python
+        # callable on `closed`: a client that leaves right after the last event can leave
+        # `closed` unsettled for good, and what Pyodide hands the promise would then keep this
+        # pipe alive (bench/notes/2026-11-24-soak.md). The rejection aborts a JS controller
+        # instead, whose listener is our proxy, removed and destroyed when the pipe ends.
         if self._writer is not None:
-            self._writer.closed.then(js.Boolean, self._client_gone)
+            self._left = js.AbortController.new()
+            self._left.signal.addEventListener("abort", self._on_gone)
+            abort = js_bind(js.Reflect.get(js.AbortController.prototype, "abort"), self._left)
+            catch = js.Reflect.get(js.Promise.prototype, "catch")
+            void_caller(catch, self._writer.closed)(abort)
         pipe_to = js.Reflect.get(upstream, "pipeTo")
         void_caller(pipe_to, upstream, sink, js_object({"signal": self._stop.signal}))(None)
         if self._signal is not None:
@@ -245,6 +253,8 @@ class RelayPipe:
             self._timer = None
         if self._signal is not None:
             self._signal.removeEventListener("abort", self._on_gone)
+        if self._left is not None:
+            self._left.signal.removeEventListener("abort", self._on_gone)
         # Not from inside a proxy's own call: destroy on the next turn of the loop.
         asyncio.get_event_loop().call_soon(self._release)
 

@@ -440,6 +440,53 @@ def test_five_hundred_streams_half_cancelled_leak_nothing(runtime: Runtime) -> N
     assert grown_wasm <= 16 * 2**20, (before, after)
 
 
+def test_clients_leaving_after_the_last_event_leave_no_relay_alive(runtime: Runtime) -> None:
+    """300 one-token streams, 32 at once, each client dropping its connection as soon as it
+    has the final event: after a collection no RelayPipe or Relay may be alive.
+
+    Measured on workerd (bench/notes/2026-11-24-soak.md): for such clients the body writer's
+    `closed` may never settle, and a Python callback handed to it kept the whole pipe alive,
+    for about 5 in 100 of them."""
+
+    async def one(client: httpx.AsyncClient, i: int) -> str | None:
+        text = f"[[pace:0]] [[tokens:1]] last-event {i}"
+        raw = b""
+        async with client.stream("POST", "/api/v1/chat", json={"messages": convo(text)}) as r:
+            if r.status_code != 200:
+                return f"stream {i}: status {r.status_code}"
+            async for chunk in r.aiter_raw():
+                raw += chunk
+                if b"message_stop" in raw:
+                    return None
+        return f"stream {i}: ended without message_stop: {raw[-120:]!r}"
+
+    async def main() -> list[str | None]:
+        async with httpx.AsyncClient(
+            base_url=runtime.url, timeout=30, limits=httpx.Limits(max_connections=32)
+        ) as client:
+            sem = asyncio.Semaphore(32)
+
+            async def bounded(i: int) -> str | None:
+                async with sem:
+                    return await one(client, i)
+
+            return await asyncio.gather(*(bounded(i) for i in range(300)))
+
+    assert failures(asyncio.run(main())) == []
+    ours = ("RelayPipe", "Relay", "UpstreamDecoder")
+    deadline = time.monotonic() + 15
+    while True:
+        stats = runtime.stats()  # after a gc.collect() in the Worker
+        alive = {name: stats["py_types"].get(name, 0) for name in ours}
+        if (not stats["live"] and not any(alive.values())) or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    assert alive == dict.fromkeys(ours, 0), (
+        f"ended relays still alive after collection: {alive} (live {stats['live']},"
+        f" relays {stats['relays']}, ended {stats['relays_ended']})"
+    )
+
+
 def test_clients_leaving_while_others_stream_close_their_upstreams(runtime: Runtime) -> None:
     """24 streams at once, half leaving after their first delta of a slow 200-token answer: every
     leaver's model connection closes before the answer's end, every other stream completes.

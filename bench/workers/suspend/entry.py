@@ -1,5 +1,5 @@
 """A Worker whose requests suspend the Wasm stack (JSPI) in the middle of C frames, for the
-stack-pointer fix of issue 22 (bench/soak_suspend.py drives it).
+stack-pointer fix of issue 22 (bench/probes/suspend_check.py drives it).
 
 GET /sp             the Wasm stack pointer now
 GET /run/<ms>/<n>   sort n numbers whose key suspends the whole Wasm stack for <ms> ms
