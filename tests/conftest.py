@@ -17,6 +17,11 @@ import pytest
 from playwright.sync_api import Browser, sync_playwright
 
 ROOT = Path(__file__).resolve().parent.parent
+# The offline Pyodide bundle beside the checkout, as the Makefile and the launcher find it, for
+# every runtime a test starts (wrangler dev included) when the variable is not set.
+_SHARED_PYODIDE = ROOT.parent / "shared" / "workerd-pyodide"
+if not os.environ.get("WORKERD_PYODIDE_DIR") and _SHARED_PYODIDE.is_dir():
+    os.environ["WORKERD_PYODIDE_DIR"] = str(_SHARED_PYODIDE)
 PACE_MS = 15
 # The idle limit is short so that timeouts are quick to test, and not shorter: on a loaded
 # 2-core machine a model's first byte can take over a second to come (issue 22's CI failure).
