@@ -438,6 +438,16 @@ async def handle(
     return without_body(answer) if request.method == "HEAD" else answer
 
 
+def not_allowed(request: WebRequest, allow: str) -> ApiError:
+    """405 for a method the route does not take, with its Allow header."""
+    return ApiError(
+        405,
+        "method_not_allowed",
+        f"{clip(request.method)} is not allowed on {request.path}; use {allow}",
+        headers=(("allow", allow),),
+    )
+
+
 def _early(
     request: WebRequest,
     env: Lookup,
@@ -453,13 +463,7 @@ def _early(
     if request.method == "OPTIONS":
         return WebResponse(status=204, headers=allow + API_HEADERS)
     if request.method not in ("GET", "HEAD"):
-        error = ApiError(
-            405,
-            "method_not_allowed",
-            f"{clip(request.method)} is not allowed on {request.path}; use {EARLY_ALLOW}",
-            headers=allow,
-        )
-        return app_error(error).with_headers(API_HEADERS)
+        return app_error(not_allowed(request, EARLY_ALLOW)).with_headers(API_HEADERS)
     answer = early(request, env, shell).with_headers(API_HEADERS)
     return without_body(answer) if request.method == "HEAD" else answer
 
@@ -497,13 +501,7 @@ async def _answer(
         return preflight(request, route, cors)
     handler = route.handler(request.method)
     if handler is None:
-        error = ApiError(
-            405,
-            "method_not_allowed",
-            f"{clip(request.method)} is not allowed on {request.path}; use {route.allow}",
-            headers=(("allow", route.allow),),
-        )
-        return route.render_error(error).with_headers(cors)
+        return route.render_error(not_allowed(request, route.allow)).with_headers(cors)
     refusal = await guard(
         request,
         access=route.access,
