@@ -1,8 +1,19 @@
 # Two entry points: `make dev` (run locally on the built-in model) and `make test`
 # (every check). Both install what they need first, pinned by uv.lock and package-lock.json.
 UV_VERSION := 0.13.9
+# wrangler 4.131 needs Node >= 22. Where the machine's node is older (Node 20 is still common),
+# this Node, from the npm registry's node-<platform>-<arch> package, goes first on PATH.
+NODE_VERSION := 22.23.3
 BOOT := .cache/bootstrap
 UV := $(BOOT)/bin/uv
+NODE_OK := $(shell node -e 'process.exit(Number(process.versions.node.split(".")[0]) >= 22 ? 0 : 1)' 2>/dev/null && echo yes)
+ifeq ($(NODE_OK),yes)
+NODE := $(shell command -v node)
+else
+NODE_PLATFORM := $(shell node -p 'process.platform + "-" + process.arch' 2>/dev/null || echo linux-x64)
+NODE := $(abspath $(BOOT)/node/node_modules/node-$(NODE_PLATFORM)/bin/node)
+export PATH := $(dir $(NODE)):$(PATH)
+endif
 PORT ?= 8787
 ENV ?=
 # e.g. BENCH_ARGS="--quick --rounds 1" for a 2-3 minute run of `make bench`
@@ -14,9 +25,13 @@ SOAK_ARGS ?=
 WORKERD_PYODIDE_DIR ?= $(wildcard $(abspath ../shared/workerd-pyodide))
 export WORKERD_PYODIDE_DIR
 
-.PHONY: setup lint format dev test test-fast test-python test-js bench soak pyodide-patched deploy deploy-check clean
+.PHONY: setup lint format dev test test-fast test-python test-js bench bench-check soak deploy deploy-check wrangler-dev pywrangler-dev clean
 
-setup: .venv/.synced node_modules/.installed public/vendor/VERSIONS.json
+setup: $(NODE) .venv/.synced node_modules/.installed public/vendor/VERSIONS.json
+
+$(abspath $(BOOT))/node/node_modules/node-%/bin/node:
+	npm install --prefix $(BOOT)/node --no-save --no-package-lock --no-audit --no-fund --loglevel=error node-$*@$(NODE_VERSION)
+	$@ --version
 
 $(UV):
 	python3 -m venv $(BOOT)
@@ -26,7 +41,7 @@ $(UV):
 	$(UV) sync --locked --quiet
 	touch $@
 
-node_modules/.installed: package.json package-lock.json
+node_modules/.installed: package.json package-lock.json $(NODE)
 	npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
@@ -38,7 +53,7 @@ dev: setup
 	PORT=$(PORT) node local/launch.mjs --snapshot auto --persist .cache/durable-objects $(if $(ENV),--env $(ENV))
 
 test: setup lint
-	node --test tests/js/
+	node --test 'tests/js/**/*.test.mjs'
 	$(UV) run --locked mypy
 	$(UV) run --locked pytest
 
@@ -54,14 +69,26 @@ format: setup
 # The edit loop: the host-only tests (the core on CPython, the JS client): no workerd, no
 # browser, no wrangler.
 test-fast: setup lint
-	node --test tests/js/*.test.mjs
-	$(UV) run --locked pytest -q -m "not runtime and not browser and not wrangler" -p no:cacheprovider
+	node --test --test-reporter=dot 'tests/js/*.test.mjs'
+	$(UV) run --locked pytest -q -m "not runtime and not browser and not wrangler" -p no:cacheprovider --ignore=tests/browser
 
 # pywrangler runs `uv` from PATH (its `sync` step): the pinned one is put there. It then
 # downloads CPython 3.13 and Pyodide's packages for the Worker, and wrangler deploys: both
 # need the network and, for the deploy, `npx wrangler login` (or CLOUDFLARE_API_TOKEN).
 deploy: setup
 	PATH="$(abspath $(BOOT)/bin):$$PATH" $(UV) run --locked pywrangler deploy $(if $(ENV),--env $(ENV))
+
+# `wrangler dev` as Cloudflare documents it, on the pinned workerd through local/workerd (the
+# offline Pyodide bundle when WORKERD_PYODIDE_DIR is set): --local has no Workers AI (it is
+# remote-only); ONLINE=1 drops --local, after `npx wrangler login` (docs/OPERATING.md#wrangler-dev).
+wrangler-dev: setup
+	MINIFLARE_WORKERD_PATH="$(abspath local/workerd)" REAL_WORKERD="$$(node -p 'require("workerd").default')" \
+	  npx wrangler dev $(if $(ONLINE),,--local) --ip 127.0.0.1 --port $(PORT) $(if $(ENV),--env $(ENV))
+
+# `pywrangler dev` (workers-py): its sync step runs the pinned uv from PATH and downloads CPython
+# and Pyodide's packages, then it runs `wrangler dev` (Workers AI needs `npx wrangler login`).
+pywrangler-dev: setup
+	PATH="$(abspath $(BOOT)/bin):$$PATH" $(UV) run --locked pywrangler dev --ip 127.0.0.1 --port $(PORT) $(if $(ENV),--env $(ENV))
 
 # Offline: the real upload bundle and each environment's bindings, without deploying.
 deploy-check: setup
@@ -70,16 +97,14 @@ deploy-check: setup
 bench: setup
 	$(UV) run --locked python bench/run.py $(BENCH_ARGS)
 
-# Days of traffic on one isolate (bench/soak.py): 200,000 requests, ~40 min on 2 cores. It runs
-# on .cache/pyodide-patched when `make pyodide-patched` has built it (the shared bundle still
-# has Pyodide's stack leak and dies after a few tens of thousands of requests).
+# Issue 35's targets: the relay's CPU per token against the JS re-framer's (interleaved on
+# workerd), the delay windows add, client gone -> model closed; exits 1 on a miss (~4-8 min).
+bench-check: setup
+	node bench/check.mjs $(BENCH_CHECK_ARGS)
+
+# Days of traffic on one isolate (bench/soak.py): 200,000 requests, ~40 min on 2 cores.
 soak: setup
 	$(UV) run --locked python bench/soak.py $(SOAK_ARGS)
-
-# The shared bundle plus the stack-leak fix (scripts/pyodide-stack-fix.json); needs a git dir of
-# cloudflare/workerd: WORKERD_GIT=... make pyodide-patched. Not a dependency of `make test`.
-pyodide-patched:
-	scripts/patched-bundle.sh .cache/pyodide-patched
 
 clean:
 	rm -rf .venv node_modules .cache

@@ -33,6 +33,8 @@ const ROUNDS = Number(args.rounds);
 const ONLY = new Set(args.only ? args.only.split(",") : []);
 const wanted = (part) => ONLY.size === 0 || ONLY.has(part);
 
+// The Python variants run on the Worker's runtime (wrangler.toml): Pyodide 314.
+const PY_FLAGS = ["python_workers", "python_workers_20260610", "enable_request_signal"];
 const NATIVE = "@cf/google/gemma-4-26b-a4b-it";
 const REASONING = "@cf/openai/gpt-oss-20b";
 const CLK_TCK = 100; // getconf CLK_TCK on Linux
@@ -116,14 +118,14 @@ async function variantOptions(name, modelUrl) {
   }
   if (name === "passthrough") {
     return {
-      name, compatibilityDate: COMPAT_DATE, compatibilityFlags: ["python_workers", "enable_request_signal"],
+      name, compatibilityDate: COMPAT_DATE, compatibilityFlags: PY_FLAGS,
       modulesRoot: path.join(workers, "passthrough"),
       modules: [{ type: "PythonModule", path: path.join(workers, "passthrough", "entry.py") }], ai,
     };
   }
   if (name === "probe") {
     return {
-      name, compatibilityDate: COMPAT_DATE, compatibilityFlags: ["python_workers", "enable_request_signal"],
+      name, compatibilityDate: COMPAT_DATE, compatibilityFlags: PY_FLAGS,
       modulesRoot: path.join(workers, "probe"), bindings: { SOME_VAR: "1" },
       modules: [{ type: "PythonModule", path: path.join(workers, "probe", "entry.py") }], ai,
     };
@@ -137,7 +139,9 @@ const PATHS = { python_relay: "/api/v1/chat", python_relay_before: "/api/v1/chat
 export async function startVariant(name, modelUrl, Miniflare, Log, LogLevel) {
   const before = new Set(childrenOf(process.pid));
   const started = performance.now();
-  const mf = new Miniflare({ host: "127.0.0.1", port: 0, log: new Log(LogLevel.WARN), ...(await variantOptions(name, modelUrl)) });
+  // miniflare 5 takes its own options; convertV4MiniflareOptions reads the v4 shape used here.
+  const { convertV4MiniflareOptions } = await import("miniflare");
+  const mf = new Miniflare(convertV4MiniflareOptions({ host: "127.0.0.1", port: 0, log: new Log(LogLevel.WARN), ...(await variantOptions(name, modelUrl)) }));
   const url = await mf.ready;
   const readyMs = performance.now() - started;
   const fresh = childrenOf(process.pid).filter((p) => !before.has(p));
@@ -738,13 +742,13 @@ async function clientParseBench(relay) {
 
 /** Miniflare running the pinned workerd through local/workerd (the offline Pyodide bundle), no snapshot. */
 export async function miniflareOnWorkerd() {
-  const { Miniflare, Log, LogLevel } = await import("miniflare");
+  const { Miniflare, Log, LogLevel, convertV4MiniflareOptions } = await import("miniflare");
   const workerd = (await import("workerd")).default;
   process.env.REAL_WORKERD = workerd.default ?? workerd;
   process.env.MINIFLARE_WORKERD_PATH = path.join(ROOT, "local", "workerd");
   process.env.WRANGLER_SEND_METRICS ??= "false";
   delete process.env.LOCAL_PYTHON_SNAPSHOT;
-  return { Miniflare, Log, LogLevel };
+  return { Miniflare, Log, LogLevel, convertV4MiniflareOptions };
 }
 
 async function main() {

@@ -51,11 +51,9 @@ Local-only routes: the model's GET|DELETE /__local/calls (its own URL), the laun
 PUT /__local/vars (control URL: change vars as the dashboard does, by restarting workerd),
 and the Worker's GET /__local/stats (only with ${STATS_VAR}=1, which only this launcher sets).`;
 
-// What Pyodide prints when the isolate's Python runtime has died for good. On the pinned workerd
-// (1.20260426.1) nothing replaces such an isolate: every later request fails until workerd
-// restarts (its on_fatal hook only counts a metric; abortIsolate() came in later releases). The
-// launcher restarts workerd then, as Cloudflare replaces a condemned isolate (issue 22;
-// bench/notes/2026-11-24-pyodide-stack-leak.md).
+// What Pyodide prints when the isolate's Python runtime has died for good. On this workerd a fatal
+// error ends the workerd process (abortIsolate(), as Cloudflare replaces such an isolate); miniflare
+// then starts it again. The launcher says both, so a log reader sees why requests failed.
 export const PYODIDE_FATAL = "Pyodide has suffered a fatal error";
 
 export function log(fields) {
@@ -93,24 +91,24 @@ async function startModelProcess(paceMs) {
   return { child, url };
 }
 
-// workerd's output, passed through as miniflare would (stdout to stdout, stderr to stderr), with
-// Pyodide's fatal error reported to onFatal.
-export function watchRuntime(onFatal) {
-  return (stdout, stderr) => {
-    for (const [stream, write] of [[stdout, (line) => console.log(line)], [stderr, (line) => console.error(line)]]) {
-      readline.createInterface({ input: stream, crlfDelay: Infinity }).on("line", (line) => {
-        write(line);
-        if (line.includes(PYODIDE_FATAL)) onFatal();
-      });
-    }
+// workerd's output, as miniflare 5 hands it over (one {level, message} per line), passed through
+// as miniflare would (warnings and errors to stderr), with Pyodide's fatal error reported.
+export function runtimeLogs(onFatal) {
+  return ({ level, message }) => {
+    if (level === "error" || level === "warn") console.error(message); else console.log(message);
+    if (message.includes(PYODIDE_FATAL)) onFatal();
   };
 }
 
+// Every .py under the main module's folder, packages included (names like "workers_ai/frames.py",
+// as wrangler's **/*.py rule uploads them), the main module first: workerd runs the first module.
 export function pythonModules(mainFile) {
   const dir = path.dirname(mainFile);
-  const names = fs.readdirSync(dir).filter((f) => f.endsWith(".py")).sort();
-  // The main module first: workerd runs the first module as the entry point.
-  names.sort((a, b) => (a === path.basename(mainFile) ? -1 : b === path.basename(mainFile) ? 1 : 0));
+  const main = path.basename(mainFile);
+  const names = fs.readdirSync(dir, { recursive: true })
+    .map((name) => String(name).split(path.sep).join("/"))
+    .filter((name) => name.endsWith(".py") && !name.split("/").includes("__pycache__"))
+    .sort((a, b) => (a === main ? -1 : b === main ? 1 : a < b ? -1 : a > b ? 1 : 0));
   return { modulesRoot: dir, modules: names.map((name) => ({ type: "PythonModule", path: path.join(dir, name) })) };
 }
 
@@ -143,7 +141,7 @@ function snapshotDir(options, workerdPath) {
   const hash = crypto.createHash("sha256");
   hash.update(fs.readFileSync(workerdPath));
   hash.update(JSON.stringify([options.compatibilityDate, options.compatibilityFlags]));
-  for (const m of options.modules) { hash.update(path.basename(m.path)); hash.update(fs.readFileSync(m.path)); }
+  for (const m of options.modules) { hash.update(path.relative(options.modulesRoot, m.path)); hash.update(fs.readFileSync(m.path)); }
   return path.join(ROOT, ".cache", "python-snapshot", hash.digest("hex").slice(0, 16));
 }
 
@@ -153,10 +151,16 @@ async function readJson(req) {
   return JSON.parse(Buffer.concat(parts).toString("utf8") || "{}");
 }
 
+// Durable Objects are kept under a folder named for the workerd release: storage written by one
+// release may not open in an older one, so switching releases starts afresh instead of failing.
+export function persistPath(persist, workerdVersion) {
+  return path.join(path.resolve(persist), `workerd-${workerdVersion}`);
+}
+
 export async function launch({ envName, port, paceMs = 40, vars = {}, snapshot = "off", ratelimit, persist, conversations = true }) {
-  const { Miniflare, Log, LogLevel } = await import("miniflare");
+  const { Miniflare, Log, LogLevel, convertV4MiniflareOptions } = await import("miniflare");
   const workerd = (await import("workerd")).default;
-  process.env.REAL_WORKERD = workerd.default ?? workerd;
+  process.env.REAL_WORKERD = workerd.default;
   process.env.MINIFLARE_WORKERD_PATH = path.join(ROOT, "local", "workerd");
   const model = await startModelProcess(paceMs);
   const liveVars = { ...vars, [STATS_VAR]: "1" };
@@ -164,10 +168,17 @@ export async function launch({ envName, port, paceMs = 40, vars = {}, snapshot =
   // is written when the response headers leave, so it says 200 for an answer that later failed;
   // the Worker's own JSON line per request, written at the real end, is the one to read.
   // cf: false: the placeholder Request.cf, without first trying to download Cloudflare's.
-  let restartOnFatal = () => {};
-  const shared = { host: "127.0.0.1", port, log: new Log(LogLevel.WARN), cf: false,
-    handleRuntimeStdio: watchRuntime(() => restartOnFatal()),
-    ...(persist ? { durableObjectsPersist: path.resolve(persist) } : {}) };
+  // A Pyodide fatal error ends workerd; miniflare starts it again and unsafeHandleRuntimeRestart
+  // says when it is back.
+  let fatalErrors = 0;
+  const shared = { host: "127.0.0.1", port, log: new Log(LogLevel.WARN), cf: false, logRequests: false,
+    handleStructuredLogs: runtimeLogs(() => {
+      fatalErrors += 1;
+      log({ level: "error", message: "Pyodide fatal error: workerd ends the isolate's process; it is restarted", fatal_errors: fatalErrors });
+    }),
+    unsafeHandleRuntimeRestart: () => log({ level: "info", message: "workerd restarted", fatal_errors: fatalErrors }),
+    ...(persist ? { resourcePersistencePath: persistPath(persist, workerd.version) } : {}) };
+  const options = async () => convertV4MiniflareOptions({ ...shared, ...(await workerOptions({ envName, vars: liveVars, modelUrl: model.url, ratelimit, conversations })) });
 
   const snapDir = snapshotDir(await workerOptions({ envName, vars: liveVars, modelUrl: model.url }), process.env.REAL_WORKERD);
   async function start(mode) {
@@ -180,28 +191,15 @@ export async function launch({ envName, port, paceMs = 40, vars = {}, snapshot =
       process.env.LOCAL_PYTHON_SNAPSHOT = mode;
       process.env.LOCAL_PYTHON_SNAPSHOT_DIR = snapDir;
     }
-    const options = { ...shared, ...(await workerOptions({ envName, vars: liveVars, modelUrl: model.url, ratelimit, conversations })) };
-    const mf = new Miniflare(options);
+    const mf = new Miniflare(await options());
     const url = await mf.ready;
+    shared.port = Number(url.port);
     return { mf, url };
   }
 
   let mode = snapshot;
   if (snapshot === "auto") mode = fs.existsSync(path.join(snapDir, "snapshot.bin")) ? "load" : "save";
-  let { mf, url } = await start(mode);
-
-  let restarting = null;
-  let fatalRestarts = 0;
-  restartOnFatal = () => {
-    if (restarting) return;
-    fatalRestarts += 1;
-    log({ level: "error", message: "Pyodide fatal error: the isolate's Python runtime is dead and this workerd cannot replace it; restarting workerd", restarts: fatalRestarts });
-    restarting = workerOptions({ envName, vars: liveVars, modelUrl: model.url, ratelimit, conversations })
-      .then((options) => mf.setOptions({ ...shared, port: Number(url.port), ...options }))
-      .then(() => log({ level: "info", message: "workerd restarted after a Pyodide fatal error", restarts: fatalRestarts }))
-      .catch((err) => log({ level: "error", message: `restart after a Pyodide fatal error failed: ${err?.message ?? err}` }))
-      .finally(() => { restarting = null; });
-  };
+  const { mf, url } = await start(mode);
 
   // Changing a var is a new version of the Worker, as in the dashboard: miniflare restarts workerd.
   const control = http.createServer(async (req, res) => {
@@ -210,7 +208,7 @@ export async function launch({ envName, port, paceMs = 40, vars = {}, snapshot =
         for (const [k, v] of Object.entries(await readJson(req))) {
           if (v === null) delete liveVars[k]; else liveVars[k] = String(v);
         }
-        await mf.setOptions({ ...shared, port: Number(url.port), ...(await workerOptions({ envName, vars: liveVars, modelUrl: model.url, ratelimit, conversations })) });
+        await mf.setOptions(await options());
         res.writeHead(200, { "content-type": "application/json" });
         return res.end(JSON.stringify(liveVars));
       }
@@ -274,6 +272,7 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const ms = Math.round(performance.now() - started);
   log({ level: "info", message: "ready", ms, snapshot: running.mode, url: running.url, model: running.modelUrl, control: running.controlUrl });
   console.log(`ai-chat on workerd ready in ${ms} ms (snapshot: ${running.mode}) on ${running.url}`);
+  console.log(`change vars live (the kill switch, say): PUT ${new URL("__local/vars", running.controlUrl)}`);
   const stop = async () => {
     log({ level: "info", message: "stopping" });
     setTimeout(() => process.exit(0), 3000).unref();

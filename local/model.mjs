@@ -123,6 +123,9 @@ function directives(text) {
   return found;
 }
 
+// "Hello!" already ends a sentence: "You said: Hello!", never "Hello!.".
+const sentence = (text) => (/[.!?…]$/u.test(text) ? text : `${text}.`);
+
 // The answer is a pure function of the conversation, so tests can predict every byte.
 export function answerTokens(messages, maxTokens, tools = undefined) {
   const lastUser = [...messages].reverse().find((m) => m.role === "user");
@@ -134,7 +137,7 @@ export function answerTokens(messages, maxTokens, tools = undefined) {
   if (calls.length) {
     tokens = [];
   } else if (last?.role === "tool") {
-    const text = `The tool ${last.tool_call_id ?? "?"} said: ${contentText(last.content)}.`;
+    const text = `The tool ${last.tool_call_id ?? "?"} said: ${sentence(contentText(last.content))}`;
     tokens = text.match(/\s*\S+/g) ?? [];
   } else if (opts.list !== undefined || opts.table !== undefined) {
     tokens = longBlockTokens(opts);
@@ -143,8 +146,8 @@ export function answerTokens(messages, maxTokens, tools = undefined) {
     tokens = Array.from({ length: n }, (_, i) => (i === 0 ? "" : " ") + FILLER[i % FILLER.length]);
   } else {
     const clean = said.replace(/\[\[\w+:[\w.-]+\]\]/g, "").trim();
-    const text = `You said: ${clean}. This answer comes from the built-in offline model, ` +
-      `one token at a time, in turn ${messages.length}.`;
+    const text = `${clean ? `You said: ${sentence(clean)}` : "You said nothing."} This answer comes from the ` +
+      `built-in offline model, one token at a time, in turn ${messages.length}.`;
     tokens = text.match(/\s*\S+/g) ?? [];
   }
   const thinking = Array.from({ length: Number(opts.think ?? 0) }, (_, i) => (i === 0 ? "" : " ") + THOUGHT[i % THOUGHT.length]);

@@ -94,7 +94,10 @@ def test_events_arrive_spread_out_at_the_model_pace(runtime: Runtime) -> None:
     # 30 ms per token: at least half of the ideal spread, so nothing was buffered to the end.
     assert span >= 0.5 * 0.030 * (n - 1), span
     gaps = [b - a for a, b in itertools.pairwise(arrivals)]
-    assert sum(g > 0.010 for g in gaps) >= 0.7 * len(gaps)
+    # Read by windows (src/window.py), tokens at 33 a second come out in twos and threes at
+    # most: still spread over the answer, in many groups, never held for a ping interval.
+    assert sum(g > 0.010 for g in gaps) >= 0.3 * len(gaps), gaps
+    assert max(gaps) < 0.25, gaps
 
 
 def disconnect_after(runtime: Runtime, text: str, events: int) -> tuple[dict[str, Any], float]:

@@ -52,6 +52,9 @@ REQUIRED = {
     "KEY_RATE_LIMITER": re.compile(
         r"^\s*env\.KEY_RATE_LIMITER \(\d+ requests/(10|60)s\)\s+Rate Limit\s*$", re.MULTILINE
     ),
+    "READ_RATE_LIMITER": re.compile(
+        r"^\s*env\.READ_RATE_LIMITER \(\d+ requests/(10|60)s\)\s+Rate Limit\s*$", re.MULTILINE
+    ),
     "CONVERSATIONS": re.compile(
         r"^\s*env\.CONVERSATIONS \(Conversation\)\s+Durable Object\s*$", re.MULTILINE
     ),
@@ -95,9 +98,11 @@ def test_an_environment_without_ai_or_rate_limit_is_caught(tmp_path: Path) -> No
         "preview: AI",
         "preview: RATE_LIMITER",
         "preview: KEY_RATE_LIMITER",
+        "preview: READ_RATE_LIMITER",
         "preview: CONVERSATIONS",
         "lab: RATE_LIMITER",
         "lab: KEY_RATE_LIMITER",
+        "lab: READ_RATE_LIMITER",
         "lab: CONVERSATIONS",
     ]
 
@@ -230,3 +235,28 @@ def test_the_deploy_command_finds_uv_and_goes_as_far_as_the_network_allows(tmp_p
     assert "Command not found: uv" not in output, output[-2000:]
     if result.returncode != 0:
         assert "python-build-standalone" in output or "Failed to download" in output, output[-2000:]
+
+
+def test_every_environment_runs_pyodide_314_and_a_deploy_keeps_dashboard_vars() -> None:
+    """wrangler's own reading of each environment, what a deploy uses: the flags that select
+    Pyodide 314 (no Wasm stack leak), and keep_vars, without which a deploy deletes every var set
+    only in the dashboard (the kill switch AI_CHAT_DISABLED above all)."""
+    script = (
+        "import { unstable_readConfig as read } from 'wrangler';"
+        "for (const env of JSON.parse(process.argv[1])) {"
+        " const c = read({ config: 'wrangler.toml', env: env ?? undefined });"
+        " console.log(JSON.stringify([env, c.keep_vars, c.compatibility_flags])); }"
+    )
+    envs = environments(ROOT / "wrangler.toml")
+    result = subprocess.run(
+        ["node", "--input-type=module", "-e", script, json.dumps(envs)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "WRANGLER_SEND_METRICS": "false"},
+    )
+    assert result.returncode == 0, result.stderr
+    rows = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("[")]
+    flags = ["python_workers", "python_workers_20260610", "enable_request_signal"]
+    assert rows == [[env, True, flags] for env in envs], rows

@@ -1,12 +1,16 @@
-"""`wrangler dev --local`, the command users know, on this project: it runs the same workerd
-(through MINIFLARE_WORKERD_PATH=local/workerd, which adds the offline Pyodide bundle), serves
-the assets and every route that needs no model; its AI binding is remote-only ("not
-supported" locally), so a chat there answers 502. `make dev` is the local way to chat."""
+"""The commands Cloudflare documents, as the README gives them (docs/OPERATING.md#wrangler-dev):
+`make wrangler-dev` is `wrangler dev --local` on the same workerd (through
+MINIFLARE_WORKERD_PATH=local/workerd, which adds the offline Pyodide bundle): it serves the assets
+and every route that needs no model; its AI binding is remote-only ("not supported" locally), so
+a chat there answers 502. `make pywrangler-dev` runs workers-py's `pywrangler dev` with the pinned
+uv on PATH. `make dev` is the local way to chat."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import signal
 import socket
 import subprocess
 import time
@@ -24,35 +28,36 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def test_wrangler_dev_local_serves_assets_and_the_routes_without_a_model() -> None:
-    workerd = ROOT / "node_modules" / "@cloudflare" / "workerd-linux-64" / "bin" / "workerd"
-    if not workerd.exists():
-        pytest.skip(f"no Linux x64 workerd in node_modules ({workerd})")
-    port = free_port()
-    env = {
-        **os.environ,
-        "MINIFLARE_WORKERD_PATH": str(ROOT / "local" / "workerd"),
-        "REAL_WORKERD": str(workerd),
-        "WRANGLER_SEND_METRICS": "false",
-        "CI": "true",
-    }
-    process = subprocess.Popen(
-        [
-            str(ROOT / "node_modules" / ".bin" / "wrangler"),
-            "dev",
-            "--local",
-            "--ip",
-            "127.0.0.1",
-            "--port",
-            str(port),
-        ],
+def make(target: str, port: int) -> subprocess.Popen[str]:
+    """`make TARGET PORT=N` in a process group of its own, so that stopping it stops wrangler
+    and workerd under it."""
+    return subprocess.Popen(
+        ["make", "--no-print-directory", target, f"PORT={port}"],
         cwd=ROOT,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
-        env=env,
+        env={**os.environ, "WRANGLER_SEND_METRICS": "false", "CI": "true"},
+        start_new_session=True,
     )
+
+
+def stop(process: subprocess.Popen[str]) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+    if process.stdout is not None:
+        process.stdout.close()
+
+
+def test_wrangler_dev_local_serves_assets_and_the_routes_without_a_model() -> None:
+    port = free_port()
+    process = make("wrangler-dev", port)
     try:
         assert process.stdout is not None
         seen: list[str] = []
@@ -74,7 +79,8 @@ def test_wrangler_dev_local_serves_assets_and_the_routes_without_a_model() -> No
         )
         health = httpx.get(base + "/api/v1/health", timeout=60).json()
         assert (
-            health["bindings"] == ["AI", "CONVERSATIONS", "KEY_RATE_LIMITER", "RATE_LIMITER"]
+            health["bindings"]
+            == ["AI", "CONVERSATIONS", "KEY_RATE_LIMITER", "RATE_LIMITER", "READ_RATE_LIMITER"]
             and health["environment"] == "development"
         ), health
         models = httpx.get(base + "/api/v1/models", timeout=60).json()
@@ -92,11 +98,34 @@ def test_wrangler_dev_local_serves_assets_and_the_routes_without_a_model() -> No
         )
         assert (chat.status_code, chat.json()["error"]) == (502, "upstream_error"), chat.text
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        if process.stdout is not None:
-            process.stdout.close()
+        stop(process)
+
+
+def test_pywrangler_dev_finds_the_pinned_uv_and_runs_its_sync() -> None:
+    """Online it syncs and serves as wrangler dev does; offline (these machines) its sync stops at
+    uv's download of CPython, which proves the pinned uv was found: before, it failed with
+    "Command not found: uv"."""
+    port = free_port()
+    process = make("pywrangler-dev", port)
+    try:
+        assert process.stdout is not None
+        seen: list[str] = []
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline:
+            line = process.stdout.readline()
+            if not line:
+                break
+            seen.append(line)
+            if re.search(r"Ready on http://127\.0\.0\.1:\d+", line):
+                break
+        output = "".join(seen)
+        assert "Command not found" not in output, output[-3000:]
+        if "Ready on" in output:  # online: the Worker answers
+            health = httpx.get(f"http://127.0.0.1:{port}/api/v1/health", timeout=60)
+            assert health.json()["runtime"]["pyodide"] == "314.0.4", health.text
+        else:
+            assert (
+                re.search(r"uv venv \S*\.venv-workers", output) and "Failed to download" in output
+            ), output[-3000:]
+    finally:
+        stop(process)

@@ -66,14 +66,14 @@ async function baseVariantOptions(spec, modelUrl) {
 }
 
 async function main() {
-  const { Miniflare, Log, LogLevel } = await miniflareOnWorkerd();
+  const { Miniflare, Log, LogLevel, convertV4MiniflareOptions } = await miniflareOnWorkerd();
   const model = await startModel();
   const variants = [];
   const results = { started: new Date().toISOString(), levels: LEVELS, streams: STREAMS, loadavg: fs.readFileSync("/proc/loadavg", "utf8").trim(), rows: [], stats: {} };
   try {
     for (const spec of args.variant) {
       const v = await variantOptions(spec, model.url);
-      v.mf = new Miniflare({ host: "127.0.0.1", port: 0, log: new Log(LogLevel.WARN), cf: false, ...v.options });
+      v.mf = new Miniflare(convertV4MiniflareOptions({ host: "127.0.0.1", port: 0, log: new Log(LogLevel.WARN), cf: false, ...v.options }));
       const entry = await v.mf.ready;
       const direct = await v.mf.unsafeGetDirectURL(v.name);
       v.urls = { entry: new URL(v.path, entry), direct: new URL(v.path, direct) };

@@ -6,14 +6,14 @@ import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { miniflareOnWorkerd, startModel } from "./workerd.mjs";
 const ROOT = path.resolve(path.dirname(new URL(import.meta.url).pathname), "..", "..");
-const { Miniflare, Log, LogLevel } = await miniflareOnWorkerd();
+const { Miniflare, Log, LogLevel, convertV4MiniflareOptions } = await miniflareOnWorkerd();
 const model = await startModel();
 const modelUrl = model.url;
 const { workerOptions, pythonModules } = await import(pathToFileURL(path.join(ROOT, "local", "launch.mjs")).href);
 const out = [];
 for (const [name, dir] of [...(process.env.BEFORE_SRC ? [["before", process.env.BEFORE_SRC]] : []), ["src", path.join(ROOT, "src")]]) {
   const base = await workerOptions({ vars: { LOCAL_DEV_STATS: "1", AI_MAX_TOKENS_LIMIT: "200000", AI_MAX_TOKENS_DEFAULT: "120000" }, modelUrl, ratelimit: { "*": { limit: 1e9, period: 60 } } });
-  const mf = new Miniflare({ host: "127.0.0.1", port: 0, log: new Log(LogLevel.WARN), cf: false, ...base, name, ...pythonModules(path.join(dir, "entry.py")) });
+  const mf = new Miniflare(convertV4MiniflareOptions({ host: "127.0.0.1", port: 0, log: new Log(LogLevel.WARN), cf: false, ...base, name, ...pythonModules(path.join(dir, "entry.py")) }));
   const url = new URL("/api/v1/chat", await mf.ready);
   for (const [tokens, pace, pauseMs] of [[20, 0, 0], [3000, 1, 3000], [20000, 0, 3000], [600, 5, 2000]]) {
     const body = Buffer.from(JSON.stringify({ model: "@cf/google/gemma-4-26b-a4b-it", messages: [{ role: "user", content: `[[tokens:${tokens}]][[pace:${pace}]] slow-${name}-${tokens}-${pauseMs}` }], max_tokens: tokens + 100 }));
