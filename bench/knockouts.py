@@ -33,7 +33,7 @@ CUTS: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
         "+ request log, routing, settings, guard, rate limiter and the body read",
         [
             (
-                "app.py",
+                "surface.app.py",
                 "    request = parse_chat(await parse_body(ctx), ctx.settings)\n",
                 "    await parse_body(ctx)\n    return WebResponse(status=200, headers=SSE_HEADERS, body=b'ok')\n",
             )
@@ -43,7 +43,7 @@ CUTS: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
         "+ JSON parse and validation of the chat request",
         [
             (
-                "app.py",
+                "surface.app.py",
                 "    request = parse_chat(await parse_body(ctx), ctx.settings)\n",
                 "    request = parse_chat(await parse_body(ctx), ctx.settings)\n"
                 "    return WebResponse(status=200, headers=SSE_HEADERS, body=b'ok')\n",

@@ -12,9 +12,9 @@ objects by type, what the collection freed, Wasm memory, the Wasm stack pointer)
 and counts fatal errors in workerd's output and unexpected 5xx. Writes samples.json, soak.md
 (a table) and soak.png under --out (default .cache/soak/<UTC time>).
 
---pyodide-dir defaults to .cache/pyodide-patched (scripts/patched-bundle.sh) when it is there,
-else $WORKERD_PYODIDE_DIR: the shared bundle dies of the stack leak after a few tens of
-thousands of requests.
+--pyodide-dir defaults to $WORKERD_PYODIDE_DIR. On Pyodide 0.28.2 (the old runtime) an isolate
+died of the Wasm stack leak after a few tens of thousands of requests; Pyodide 314 has no leak
+(bench/notes/2026-11-25-soak-pyodide-314.md).
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ from fuzz import body_at  # noqa: E402  (tests/fuzz.py: the seeded hostile bodie
 CHAT = "/api/v1/chat"
 COMPLETIONS = "/v1/chat/completions"
 REASONER = "@cf/openai/gpt-oss-20b"
-FATAL_MARKS = ("fatal error", "NoGilError", "no 'Default' class")
+FATAL_MARKS = ("fatal error", "NoGilError", "no 'Default' class", "workerd restarted")
 JSON = {"content-type": "application/json"}
 # Per-request types of ours (and the SDK's Default with its env wrapper, and closure cells): each
 # should be back to its start after a collection once the traffic has drained.
@@ -603,13 +603,7 @@ def main() -> None:
     ap.add_argument("--concurrency", type=int, default=16)
     ap.add_argument("--samples", type=int, default=40)
     ap.add_argument("--seed", type=int, default=22)
-    patched = ROOT / ".cache" / "pyodide-patched"
-    ap.add_argument(
-        "--pyodide-dir",
-        default=str(patched)
-        if (patched / "bundle").is_dir()
-        else os.environ.get("WORKERD_PYODIDE_DIR", ""),
-    )
+    ap.add_argument("--pyodide-dir", default=os.environ.get("WORKERD_PYODIDE_DIR", ""))
     ap.add_argument("--out", default="")
     ap.add_argument(
         "--kinds",

@@ -8,6 +8,7 @@ the core sees them.
 from __future__ import annotations
 
 import logging
+import platform
 import time
 import traceback
 from collections.abc import Iterator, Mapping
@@ -18,21 +19,35 @@ import js
 from pyodide.ffi import to_js
 from workers import Response, WorkerEntrypoint
 
-import app
-import rate_limit
-from bindings import DurableConversations, WorkersAi, env_lookup, limiter, refresh_catalog
-from census import live_streams
+from shell.bindings import DurableConversations, WorkersAi, env_lookup, limiter, refresh_catalog
 
 # Durable Object classes are found in the main module.
-from conversation_object import Conversation  # noqa: F401
-from errors import ApiError
-from jsbody import RequestBody
-from jsstream import JsByteSource, RelayPipe
-from relay import OneShot, Relay, relay_whole
-from request_log import CURRENT, JsonLines, RequestLog, detail_line, request_id
-from routes import TABLE
-from settings import BODY_TIMEOUT_DEFAULT, Lookup, SettingsError, body_timeout
-from web import Forwarded, WebRequest, WebResponse
+from shell.conversation_object import Conversation  # noqa: F401
+from shell.jsbody import RequestBody
+from shell.jsstream import JsByteSource, RelayPipe
+from streaming.relay import OneShot, Relay, relay_whole
+from surface import policy, rate_limit, routing
+from surface.census import live_streams
+from surface.errors import ApiError
+from surface.request_log import (
+    CURRENT,
+    HASH_KEY_VAR,
+    JsonLines,
+    RequestLog,
+    detail_line,
+    redacted,
+    request_id,
+    route_of,
+)
+from surface.routes import TABLE
+from surface.settings import (
+    BODY_TIMEOUT_DEFAULT,
+    Lookup,
+    SettingsError,
+    body_timeout,
+    shell_stream_window,
+)
+from surface.web import Forwarded, WebRequest, WebResponse
 
 log = logging.getLogger("entry")
 
@@ -69,7 +84,7 @@ class _Headers(Mapping[str, str]):
 
 
 class _Shell:
-    """app.Shell: what the routes that answer before policy (health, local stats) ask of
+    """routing.Shell: what the routes that answer before policy (health, local stats) ask of
     the Worker itself."""
 
     def __init__(self, env: Any) -> None:
@@ -80,6 +95,15 @@ class _Shell:
         raw = getattr(self._env, "_env", self._env)  # the JS env behind the SDK's wrapper
         names = [str(name) for name in js.Object.keys(raw)]
         return [name for name in names if not isinstance(getattr(raw, name, None), str)]
+
+    def runtime(self) -> dict[str, str | None]:
+        try:
+            import pyodide
+
+            pyodide_version: str | None = str(pyodide.__version__)
+        except (ImportError, AttributeError):
+            pyodide_version = None
+        return {"python": platform.python_version(), "pyodide": pyodide_version}
 
     def runtime_stats(self) -> dict[str, object]:
         stats: dict[str, object] = dict(live_streams())
@@ -109,11 +133,13 @@ class Default(WorkerEntrypoint):  # type: ignore[misc]  # the SDK has no stubs
         path = urlsplit(url).path
         lookup = env_lookup(self.env)
         headers = _Headers(raw.headers)
+        logged, conversation = route_of(path, lookup(HASH_KEY_VAR))
         record = RequestLog(
             request_id=request_id(headers),
             method=str(raw.method),
-            route=path,
+            route=logged,
             started=time.monotonic(),
+            conversation=conversation,
         )
         CURRENT.set(record)
         body = RequestBody(raw, timeout=_body_timeout(lookup), started=record.started)
@@ -129,26 +155,28 @@ class Default(WorkerEntrypoint):  # type: ignore[misc]  # the SDK has no stubs
             conversations = (
                 None if namespace is None else DurableConversations(namespace, raw.signal)
             )
-            response = await app.handle(
+            response = await policy.handle(
                 web,
                 lookup,
                 model,
                 TABLE,
                 limiter=limiter(self.env),
                 key_limiter=limiter(self.env, rate_limit.KEY_BINDING),
+                read_limiter=limiter(self.env, rate_limit.READ_BINDING),
                 conversations=conversations,
                 shell=_Shell(self.env),
             )
         except Exception:
-            _emit(detail_line(record.request_id, "error", "entry", traceback.format_exc()))
-            response = app.app_error(
+            trace = redacted(traceback.format_exc())
+            _emit(detail_line(record.request_id, "error", "entry", trace))
+            response = routing.app_error(
                 ApiError(500, "internal_error", "The request could not be completed.")
             )
         # An answer given before the body was read: the rest is read first, or the runtime may
         # reset the connection before a client that sends all before it reads sees the answer.
         await body.drain()
         response = response.with_headers((("x-request-id", record.request_id),))
-        return _to_response(response, raw.signal, self.ctx, record)
+        return _to_response(response, raw.signal, self.ctx, record, shell_stream_window(lookup))
 
 
 def _relay_ended(record: RequestLog, relay: Relay, client_gone: bool) -> None:
@@ -157,7 +185,11 @@ def _relay_ended(record: RequestLog, relay: Relay, client_gone: bool) -> None:
 
 
 def _to_response(
-    response: WebResponse, signal: Any, ctx: Any, record: RequestLog | None = None
+    response: WebResponse,
+    signal: Any,
+    ctx: Any,
+    record: RequestLog | None = None,
+    window: float = 0.0,
 ) -> Response:
     headers = js.Headers.new()
     for name, value in response.headers:
@@ -184,7 +216,7 @@ def _to_response(
         else:
             assert isinstance(source, JsByteSource), source
             on_end = None if record is None else (lambda gone: _relay_ended(record, relay, gone))
-            body = RelayPipe(source.stream, relay, signal, ctx, on_end).stream
+            body = RelayPipe(source.stream, relay, signal, ctx, on_end, window=window).stream
     if isinstance(body, bytes):
         body = to_js(body) if body else None
     return Response(body, status=response.status, headers=headers)

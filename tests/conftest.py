@@ -14,7 +14,6 @@ from typing import Any
 
 import httpx
 import pytest
-from playwright.sync_api import Browser, sync_playwright
 
 ROOT = Path(__file__).resolve().parent.parent
 # The offline Pyodide bundle beside the checkout, as the Makefile and the launcher find it, for
@@ -22,6 +21,12 @@ ROOT = Path(__file__).resolve().parent.parent
 _SHARED_PYODIDE = ROOT.parent / "shared" / "workerd-pyodide"
 if not os.environ.get("WORKERD_PYODIDE_DIR") and _SHARED_PYODIDE.is_dir():
     os.environ["WORKERD_PYODIDE_DIR"] = str(_SHARED_PYODIDE)
+# The Node 22 the Makefile fetched where the machine's node is older (wrangler 4.131 needs 22):
+# first on PATH for every node a test starts, also when pytest runs outside make.
+for _node in sorted(
+    (ROOT / ".cache" / "bootstrap" / "node" / "node_modules").glob("node-*/bin/node")
+):
+    os.environ["PATH"] = f"{_node.parent}{os.pathsep}{os.environ['PATH']}"
 PACE_MS = 15
 # The idle limit is short so that timeouts are quick to test, and not shorter: on a loaded
 # 2-core machine a model's first byte can take over a second to come (issue 22's CI failure).
@@ -45,7 +50,8 @@ class Runtime:
         self.reader: threading.Thread
 
     def client(self, **kwargs: object) -> httpx.Client:
-        return httpx.Client(base_url=self.url, timeout=10, **kwargs)  # type: ignore[arg-type]
+        kwargs.setdefault("timeout", 10)
+        return httpx.Client(base_url=self.url, **kwargs)  # type: ignore[arg-type]
 
     def calls(self) -> list[dict[str, Any]]:
         return httpx.get(self.model_url + "/__local/calls").json()  # type: ignore[no-any-return]
@@ -91,8 +97,10 @@ def start_runtime(
     pace_ms: int = PACE_MS,
     ratelimit: str | tuple[str, ...] = TEST_RATELIMIT,
     capture_stderr: bool = False,
+    root: Path = ROOT,
 ) -> Runtime:
-    """capture_stderr: workerd's and the launcher's stderr go to runtime.log as well."""
+    """capture_stderr: workerd's and the launcher's stderr go to runtime.log as well. root: the
+    project to run (a copy, for the tests that change the Worker)."""
     node = shutil.which("node")
     if node is None:
         pytest.fail("node is not installed")
@@ -105,7 +113,7 @@ def start_runtime(
         args += ["--var", f"{key}={value}"]
     process = subprocess.Popen(
         [*args, *extra],
-        cwd=ROOT,
+        cwd=root,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT if capture_stderr else sys.stderr,
@@ -198,8 +206,14 @@ def expected_tokens(messages: list[dict[str, str]]) -> list[str]:
     """The built-in model's answer (local/model.mjs answerTokens), derived independently."""
     said = next(m["content"] for m in reversed(messages) if m["role"] == "user")
     clean = re.sub(r"\[\[\w+:[\w.-]+\]\]", "", said).strip()
+    if not clean:
+        said_part = "You said nothing."
+    elif clean[-1] in ".!?…":  # a sentence that ends itself takes no second full stop
+        said_part = f"You said: {clean}"
+    else:
+        said_part = f"You said: {clean}."
     text = (
-        f"You said: {clean}. This answer comes from the built-in offline model, "
+        f"{said_part} This answer comes from the built-in offline model, "
         f"one token at a time, in turn {len(messages)}."
     )
     return re.findall(r"\s*\S+", text)
@@ -228,34 +242,6 @@ def expected_wire(messages: list[dict[str, str]], stop_reason: str = "stop") -> 
         usage,
     )
     return out + b"event: done\ndata: {}\n\n"
-
-
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-ARTIFACTS = ROOT / "test-artifacts"
-# Debian's chromium, never a downloaded browser; without it the browser suites say so and skip.
-BROWSER_MARKS = [
-    pytest.mark.browser,
-    pytest.mark.skipif(
-        not Path(CHROMIUM).exists(), reason=f"no Chromium at {CHROMIUM}: apt-get install chromium"
-    ),
-]
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with sync_playwright() as p:
-        b = p.chromium.launch(
-            executable_path=CHROMIUM,
-            args=[
-                "--headless",
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-background-networking",
-                "--disable-component-update",
-            ],
-        )
-        yield b
-        b.close()
 
 
 def pytest_report_header() -> list[str]:

@@ -4,14 +4,19 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
+import sqlite3
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
+from typing import Any
 
-from app import Context, RunOptions
-from relay import ByteSource, Relay, drain
-from settings import Settings
-from think_tags import Part
-from web import WebRequest
+from host_driver import drain
+
+from streaming.relay import ByteSource, Relay
+from surface.routing import Context
+from surface.settings import Settings
+from surface.web import WebRequest
+from workers_ai.service import RunOptions
+from workers_ai.think_tags import Part
 
 STALL = object()
 
@@ -131,3 +136,60 @@ def merged(parts: list[Part]) -> list[Part]:
         else:
             out.append((kind, text))
     return out
+
+
+class LiteSql:
+    """conversation_store's Sql on the standard library's SQLite, with a Durable Object's
+    limits (bench/notes/2026-11-25-durable-state.md): 2,200,000 bytes in a value or a row,
+    100,000 in a statement. `fail_on` makes every statement that contains it raise, as a
+    storage that refuses a write does."""
+
+    def __init__(self) -> None:
+        self.db = sqlite3.connect(":memory:", isolation_level=None)
+        self.db.row_factory = sqlite3.Row
+        self.db.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, 2_200_000)
+        self.db.setlimit(sqlite3.SQLITE_LIMIT_SQL_LENGTH, 100_000)
+        self.fail_on: str | None = None
+        self.statements = 0
+
+    def _execute(self, query: str, params: tuple[object, ...]) -> list[dict[str, Any]]:
+        self.statements += 1
+        if self.fail_on is not None and self.fail_on in query:
+            raise sqlite3.OperationalError(f"refused: {query[:40]}")
+        return [dict(row) for row in self.db.execute(query, params).fetchall()]
+
+    def rows(self, query: str, *params: object) -> list[dict[str, Any]]:
+        return self._execute(query, params)
+
+    def run(self, query: str, *params: object) -> None:
+        assert self._execute(query, params) == [], query
+
+    def atomic(self, work: Callable[[], None]) -> None:
+        self.db.execute("SAVEPOINT atomic")
+        try:
+            work()
+        except BaseException:
+            self.db.execute("ROLLBACK TO atomic")
+            self.db.execute("RELEASE atomic")
+            raise
+        self.db.execute("RELEASE atomic")
+
+    def stored_bytes(self) -> int:
+        """What the store's count should be, counted from the rows themselves."""
+        total = 0
+        for content, reasoning in self.db.execute(
+            "SELECT content, reasoning FROM messages WHERE content != ''"
+        ):
+            total += len(content.encode()) + len((reasoning or "").encode())
+        wholes: dict[int, str] = {}
+        for n, data in self.db.execute("SELECT n, data FROM parts ORDER BY n, i"):
+            wholes[n] = wholes.get(n, "") + data
+        for whole in wholes.values():
+            value = json.loads(whole)
+            total += len(json.dumps(value["content"], ensure_ascii=False).encode())
+            total += len((value["reasoning"] or "").encode())
+        for (data,) in self.db.execute("SELECT data FROM events"):
+            total += len(data.encode())
+        for (data,) in self.db.execute("SELECT data FROM event_parts"):
+            total += len(data.encode())
+        return total

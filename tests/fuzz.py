@@ -11,10 +11,16 @@ over-HTTP run POSTs the same bodies and checks each answer with problem().
 
     for path, body in bodies(seed=1, count=10_000): ...
     body_at(seed=1, index=4321)   # one body again, without the 4,320 before it
+    body_for(RESPONSES, seed=1, index=7)   # a body for one door (every door: DOORS)
+
+Images ride along wherever a door takes them (the vision model is the default): valid ones,
+and base64 with a character that is not ASCII, empty ones, bytes of another type, https: URLs
+to local addresses.
 """
 
 from __future__ import annotations
 
+import base64
 import copy
 import json
 import random
@@ -24,31 +30,45 @@ from typing import Union
 
 CHAT = "/api/v1/chat"
 COMPLETIONS = "/v1/chat/completions"
-MODEL = "@cf/google/gemma-4-26b-a4b-it"  # the default allow-list's one model
+RESPONSES = "/v1/responses"
+UI_CHAT = "/api/v1/ui-chat"
+# A durable conversation's message (the path's id is filled in by the sender) and a new
+# conversation from a history.
+MESSAGE = "/api/v1/conversations/{id}/messages"
+HISTORY = "/api/v1/conversations"
+DOORS = (CHAT, COMPLETIONS, RESPONSES, UI_CHAT, MESSAGE, HISTORY)
+MODEL = "@cf/google/gemma-4-26b-a4b-it"  # the default allow-list's one model, a vision model
 MAX_BYTES = 100_000  # past the 64 KiB body limit, and no more: a longer body tells nothing new
 
 # What a client can get for a body, per API; anything else is a bug.
-CLIENT_ERRORS = {
-    CHAT: {
-        (400, "invalid_json"),
-        (400, "invalid_field"),
-        (400, "unknown_field"),
-        (400, "unknown_model"),
-        (400, "too_many_messages"),
-        (400, "message_too_long"),
-        (413, "body_too_large"),
-    },
-    COMPLETIONS: {
-        (400, "invalid_json"),
-        (400, "invalid_field"),
-        (400, "unknown_field"),
-        (400, "unknown_model"),
-        (400, "too_many_messages"),
-        (400, "message_too_long"),
-        (400, "unsupported_parameter"),
-        (413, "body_too_large"),
-    },
+_COMMON = {
+    (400, "invalid_json"),
+    (400, "invalid_field"),
+    (400, "unknown_field"),
+    (400, "unknown_model"),
+    (400, "too_many_messages"),
+    (400, "message_too_long"),
+    (400, "images_not_supported"),
+    (400, "too_many_images"),
+    (400, "image_too_large"),
+    (413, "body_too_large"),
 }
+# A durable conversation's own answers: a turn still running, its bounds, its history too long
+# for the model's window (many turns of long fuzz bodies).
+_DURABLE = {
+    (409, "turn_in_progress"),
+    (413, "conversation_too_large"),
+    (400, "context_length_exceeded"),
+}
+CLIENT_ERRORS = {
+    CHAT: _COMMON,
+    COMPLETIONS: _COMMON | {(400, "unsupported_parameter")},
+    RESPONSES: _COMMON | {(400, "unsupported_parameter")},
+    UI_CHAT: _COMMON,
+    MESSAGE: _COMMON | _DURABLE,
+    HISTORY: _COMMON | _DURABLE,
+}
+OPENAI_DOORS = (COMPLETIONS, RESPONSES)
 # What a failing upstream adds (non-streamed /v1 answers; /api/v1/chat before streaming).
 UPSTREAM_ERRORS = {(502, "upstream_error"), (502, "upstream_timeout"), (502, "upstream_incomplete")}
 OPENAI_TYPES = {400: "invalid_request_error", 413: "invalid_request_error", 502: "server_error"}
@@ -103,14 +123,24 @@ def body_at(seed: int, index: int) -> tuple[str, bytes]:
     return path, raw[:MAX_BYTES]
 
 
+def door_of(path: str) -> str:
+    """The door a path is (a conversation's message path carries its id)."""
+    if path.startswith(HISTORY + "/") and path.endswith("/messages"):
+        return MESSAGE
+    return path
+
+
 def problem(
     path: str, status: int, headers: Mapping[str, str], body: bytes, *, upstream_fails: bool = False
 ) -> str | None:
     """What is wrong with an answer to a fuzz body, or None; headers with lower-case names."""
+    path = door_of(path)
     if headers.get("x-content-type-options") != "nosniff":
         return "no X-Content-Type-Options: nosniff"
     if "Origin" not in headers.get("vary", ""):
         return "no Vary: Origin"
+    if status == 201 and path == HISTORY:
+        return None
     if status == 200:
         kind = headers.get("content-type", "")
         return (
@@ -124,7 +154,7 @@ def problem(
         value = json.loads(body)
     except ValueError:
         return f"{status} error body is not JSON: {body[:200]!r}"
-    if path == COMPLETIONS:
+    if path in OPENAI_DOORS:
         error = value.get("error") if isinstance(value, dict) else None
         if not (isinstance(error, dict) and set(error) == {"message", "type", "param", "code"}):
             return f"not the OpenAI error shape: {value!r:.300}"
@@ -159,12 +189,58 @@ WORDS = [
 ]
 
 
+PNG = b"\x89PNG\r\n\x1a\n" + bytes(24)
+JPEG = b"\xff\xd8\xff\xe0" + bytes(24)
+
+
+def image_url(rng: random.Random) -> str:
+    """An image as a client may send it: mostly valid, else hostile in one way or another."""
+    kind = rng.randrange(12)
+    if kind < 5:
+        data = rng.choice((PNG, JPEG))
+        declared = "png" if data is PNG else rng.choice(("jpeg", "jpg"))
+        return f"data:image/{declared};base64," + base64.b64encode(data).decode()
+    if kind == 5:  # a character that is not ASCII in the base64 (issue 33: a 500 on every door)
+        text = base64.b64encode(PNG).decode()
+        at = rng.randrange(len(text))
+        return "data:image/png;base64," + text[:at] + rng.choice("é🌍\u00a0\ufeff") + text[at:]
+    if kind == 6:
+        return "data:image/png;base64,"  # 0 bytes
+    if kind == 7:
+        return "data:image/png;base64," + base64.b64encode(JPEG).decode()  # not what it says
+    if kind == 8:
+        return rng.choice(
+            (
+                "https://127.0.0.1/a.png",
+                "https://[::1]/a.png",
+                "https://169.254.169.254/latest",
+                "https://0x7f.1/a.png",
+                "https://localhost/a.png",
+            )
+        )
+    if kind == 9:
+        return "https://example.com/cat.png"
+    if kind == 10:
+        return "data:image/webp;base64," + base64.b64encode(b"RIFF\0\0\0\0WEBPVP8 ").decode()
+    return "data:image/png;base64," + "A" * rng.choice((3, 5, 101)) + "="  # bad padding
+
+
+def user_content(rng: random.Random, text: str) -> Node:
+    """Text, or (sometimes) text and an image, as the OpenAI shape has it."""
+    if rng.random() < 0.25:
+        return [
+            {"type": "text", "text": text},
+            {"type": "image_url", "image_url": {"url": image_url(rng)}},
+        ]
+    return text
+
+
 def chat_base(rng: random.Random) -> dict[str, Node]:
     messages: list[Node] = [{"role": "system", "content": "be brief"}] if rng.random() < 0.3 else []
     for _ in range(rng.randrange(1, 4)):
-        messages.append({"role": "user", "content": rng.choice(WORDS[:3])})
+        messages.append({"role": "user", "content": user_content(rng, rng.choice(WORDS[:3]))})
         messages.append({"role": "assistant", "content": rng.choice(WORDS)})
-    messages.append({"role": "user", "content": rng.choice(WORDS[:3])})
+    messages.append({"role": "user", "content": user_content(rng, rng.choice(WORDS[:3]))})
     tree: dict[str, Node] = {"messages": messages}
     if rng.random() < 0.5:
         tree["model"] = MODEL
@@ -180,7 +256,7 @@ def completion_base(rng: random.Random) -> dict[str, Node]:
         text = rng.choice(WORDS[:3])
         if rng.random() < 0.3:
             return [{"type": "text", "text": part} for part in (text, " more")]
-        return text
+        return user_content(rng, text)
 
     messages: list[Node] = (
         [{"role": rng.choice(("system", "developer")), "content": "be brief"}]
@@ -213,6 +289,126 @@ def completion_base(rng: random.Random) -> dict[str, Node]:
             }
         ]
     return tree
+
+
+def responses_base(rng: random.Random) -> dict[str, Node]:
+    image: list[Node] = [{"type": "input_image", "image_url": image_url(rng)}]
+    items: list[Node] = [
+        {"role": "developer", "content": [{"type": "input_text", "text": "rules"}]},
+        {
+            "type": "message",
+            "role": "user",
+            "content": [{"type": "input_text", "text": "hi"}, *image],
+        },
+        {
+            "type": "reasoning",
+            "id": "rs_1",
+            "summary": [],
+            "content": [{"type": "reasoning_text", "text": "hm"}],
+        },
+        {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "c1", "output": "ok"},
+        {
+            "type": "message",
+            "role": "assistant",
+            "content": [{"type": "output_text", "text": "done", "annotations": []}],
+        },
+        {"role": "user", "content": "more"},
+    ]
+    return {
+        "model": MODEL,
+        "input": items if rng.random() < 0.8 else "hi",
+        "instructions": "be brief",
+        "tools": [{"type": "function", "name": "f", "parameters": {"type": "object"}}],
+        "tool_choice": "auto",
+        "max_output_tokens": 50,
+        "temperature": 0.5,
+        "top_p": 0.9,
+        "text": {"format": {"type": "text"}},
+        "stream": rng.random() < 0.5,
+        "store": False,
+        "stop": ["x"],
+    }
+
+
+def ui_base(rng: random.Random) -> dict[str, Node]:
+    image: list[Node] = [{"type": "file", "mediaType": "image/png", "url": image_url(rng)}]
+    assistant: Node = {
+        "id": "a",
+        "role": "assistant",
+        "parts": [
+            {"type": "step-start"},
+            {"type": "reasoning", "text": "hm"},
+            {
+                "type": "tool-f",
+                "toolCallId": "c1",
+                "state": "output-available",
+                "input": {"x": 1},
+                "output": {"y": 2},
+            },
+            {"type": "step-start"},
+            {"type": "text", "text": "done"},
+        ],
+    }
+    return {
+        "id": "chat",
+        "trigger": "submit-message",
+        "messageId": "m",
+        "model": MODEL,
+        "max_tokens": 50,
+        "tools": [{"type": "function", "function": {"name": "f"}}],
+        "messages": [
+            {"id": "s", "role": "system", "parts": [{"type": "text", "text": "brief"}]},
+            {"id": "u", "role": "user", "parts": [{"type": "text", "text": "hi"}, *image]},
+            assistant,
+            {"id": "u2", "role": "user", "parts": [{"type": "text", "text": "more"}]},
+        ],
+    }
+
+
+def message_base(rng: random.Random) -> dict[str, Node]:
+    """A durable conversation's message: {"content", ...} with /api/v1/chat's options."""
+    tree: dict[str, Node] = {"content": user_content(rng, rng.choice(WORDS[:3]))}
+    if rng.random() < 0.5:
+        tree["model"] = MODEL
+    if rng.random() < 0.5:
+        tree["max_tokens"] = rng.randrange(1, 4097)
+    if rng.random() < 0.3:
+        tree["stop"] = ["x", "end"]
+    return tree
+
+
+def history_base(rng: random.Random) -> dict[str, Node]:
+    """A new conversation's history: {"messages", "model"?}."""
+    tree = chat_base(rng)
+    return {k: v for k, v in tree.items() if k in ("messages", "model")}
+
+
+BASES = {
+    CHAT: chat_base,
+    COMPLETIONS: completion_base,
+    RESPONSES: responses_base,
+    UI_CHAT: ui_base,
+    MESSAGE: message_base,
+    HISTORY: history_base,
+}
+
+
+def body_for(door: str, seed: int, index: int) -> bytes:
+    """One hostile body for `door`: its valid request mutated where it has structure, some
+    damaged as bytes, some soup; every tenth left valid."""
+    rng = random.Random(f"{door}:{seed}:{index}")
+    roll = rng.random()
+    if roll < 0.08:
+        return soup(rng)
+    tree: Node = BASES[door](rng)
+    if index % 10:
+        for _ in range(rng.choice((1, 1, 1, 2, 3))):
+            tree = mutate(rng, tree)
+    raw = encode(tree, ascii_only=rng.random() < 0.5)
+    if index % 10 and rng.random() < 0.12:
+        raw = damage(rng, raw)
+    return raw[:MAX_BYTES]
 
 
 # --- structure-aware mutations ------------------------------------------------------------
@@ -251,7 +447,14 @@ ODD_MESSAGES: list[Node] = [HI, HI, HI, {"role": "user"}, {"content": "x"}, {}]
 
 
 def hostile_value(rng: random.Random) -> Node:
-    kind = rng.randrange(15)
+    kind = rng.randrange(16)
+    if kind == 15:  # an image where one may be, or not
+        images: list[Node] = [
+            image_url(rng),
+            {"url": image_url(rng)},
+            {"type": "image_url", "image_url": {"url": image_url(rng)}},
+        ]
+        return rng.choice(images)
     if kind == 0:
         # A copy: mutate() edits trees in place, and a shared node would grow from body to body.
         return copy.deepcopy(rng.choice(WRONG_TYPES))

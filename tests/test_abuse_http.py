@@ -1,7 +1,8 @@
 """Keys, the rate limiter, AI Gateway and the context budget on workerd, over real HTTP.
 
 One Worker with API_KEYS set, an AI_GATEWAY_ID, the page's RATE_LIMITER at 3 requests per
-10 s and the keyed clients' KEY_RATE_LIMITER at 5 (miniflare's simulated limiter: fixed
+10 s, the keyed clients' KEY_RATE_LIMITER at 5 and the conversations' READ_RATE_LIMITER at 4
+(miniflare's simulated limiter: fixed
 windows of the period, aligned to the epoch, counted per key; 10 and 60 are the only periods
 it and wrangler accept).
 """
@@ -23,7 +24,7 @@ pytestmark = pytest.mark.runtime
 KEYS = [f"sk-test-{secrets.token_hex(12)}" for _ in range(5)]
 WRONG = f"sk-test-{secrets.token_hex(12)}"
 GATEWAY = "abuse-test-gateway"
-LIMIT, KEY_LIMIT, PERIOD = 3, 5, 10
+LIMIT, KEY_LIMIT, READ_LIMIT, PERIOD = 3, 5, 4, 10
 CHAT = {"messages": [{"role": "user", "content": "[[pace:0]] hi"}], "max_tokens": 3}
 
 
@@ -38,7 +39,11 @@ def guarded() -> Iterator[Runtime]:
             "AI_MODELS": "@cf/meta/llama-3.1-8b-instruct,@cf/openai/gpt-oss-20b",
             "AI_DEFAULT_MODEL": "@cf/meta/llama-3.1-8b-instruct",
         },
-        ratelimit=(f"{LIMIT}/{PERIOD}", f"KEY_RATE_LIMITER={KEY_LIMIT}/{PERIOD}"),
+        ratelimit=(
+            f"{LIMIT}/{PERIOD}",
+            f"KEY_RATE_LIMITER={KEY_LIMIT}/{PERIOD}",
+            f"READ_RATE_LIMITER={READ_LIMIT}/{PERIOD}",
+        ),
         capture_stderr=True,
     )
     yield rt
@@ -245,3 +250,34 @@ def test_no_key_appears_in_any_log_line(guarded: Runtime) -> None:
     )
     leaked = [k for k in (*KEYS, WRONG) if k in log]
     assert leaked == [], f"keys in the Worker's log: {len(leaked)}"
+
+
+def test_conversation_reads_are_rate_limited_on_their_own_limit(guarded: Runtime) -> None:
+    """Each read reaches a Durable Object: counted per key or address on READ_RATE_LIMITER,
+    never on the model's limits (issue 33)."""
+    rt, key, other = guarded, KEYS[4], KEYS[0]
+    next_window()
+    made = httpx.post(
+        rt.url + "/api/v1/conversations",
+        headers={"authorization": f"Bearer {key}", "cf-connecting-ip": "198.51.100.7"},
+        timeout=10,
+    )
+    assert made.status_code == 201, made.text
+    path = f"/api/v1/conversations/{made.json()['id']}"
+    reads = [
+        send(rt, method, path + tail, key=key, ip="198.51.100.7")
+        for method, tail in (("GET", ""), ("GET", "/stream"), ("POST", "/stop"), ("GET", ""))
+    ]
+    over = send(rt, "GET", path, key=key, ip="198.51.100.8")
+    other_key = send(rt, "GET", path, key=other, ip="198.51.100.7")
+    page = [
+        send(rt, "GET", path, ip="198.51.100.9", sec_fetch_site="same-origin")
+        for _ in range(READ_LIMIT + 1)
+    ]
+    still_chatting = send(rt, "POST", "/v1/chat/completions", key=key, ip="198.51.100.7")
+    assert time.time() % PERIOD < PERIOD - 0.1, "the burst crossed a window; the test cannot tell"
+    assert [r.status_code for r in reads] == [200, 404, 200, 200], [r.text for r in reads]
+    assert (error(over), over.headers["retry-after"]) == ((429, "rate_limited"), "60")
+    assert other_key.status_code == 200, "another key is another bucket"
+    assert [r.status_code for r in page] == [200] * READ_LIMIT + [429]
+    assert still_chatting.status_code == 200, "reads took nothing from the model's limit"

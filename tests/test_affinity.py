@@ -4,9 +4,9 @@ import json
 from fakes import FakeLimiter, FakeModel, frames
 from test_app import request
 
-from affinity import conversation_key, key
-from app import handle
-from routes import TABLE
+from surface.policy import handle
+from surface.routes import TABLE
+from workers_ai.affinity import conversation_key, key
 
 FIRST = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}]
 SECOND = [*FIRST, {"role": "assistant", "content": "Hello!"}, {"role": "user", "content": "More?"}]

@@ -1,6 +1,6 @@
 import pytest
 
-from api_keys import Keys, bearer, rate_key
+from surface.api_keys import Keys, bearer, rate_key
 
 
 def test_keys_are_comma_separated_and_blanks_ignored() -> None:

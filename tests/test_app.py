@@ -6,9 +6,10 @@ from typing import Any
 import pytest
 from fakes import FakeLimiter, FakeModel, frames
 
-from app import UpstreamFailure, handle
-from routes import TABLE
-from web import API_HEADERS, Relayed, WebRequest, WebResponse
+from surface.policy import handle
+from surface.routes import TABLE
+from surface.web import API_HEADERS, Relayed, WebRequest, WebResponse
+from workers_ai.service import UpstreamFailure
 
 URL = "https://chat.example.dev"
 
@@ -401,8 +402,8 @@ def test_a_bug_in_a_handler_is_a_500_in_the_route_shape_not_an_exception(
     def broken(*args: object) -> None:
         raise KeyError("bug")
 
-    monkeypatch.setattr("openai_compat.parse_completion", broken)
-    monkeypatch.setattr("app.parse_chat", broken)
+    monkeypatch.setattr("doors.openai_chat.openai_compat.parse_completion", broken)
+    monkeypatch.setattr("doors.chat.door.parse_chat", broken)
     response = call(request("POST", "/v1/chat/completions", CHAT, content_type="application/json"))
     assert response.status == 500 and isinstance(response.body, bytes)
     assert json.loads(response.body)["error"]["code"] == "internal_error"

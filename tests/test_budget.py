@@ -1,7 +1,7 @@
 import pytest
 
-from budget import CONTEXT_WINDOWS, check, estimate
-from errors import ApiError
+from surface.errors import ApiError
+from workers_ai.budget import CONTEXT_WINDOWS, check, estimate
 
 LLAMA = "@cf/meta/llama-3.1-8b-instruct"
 

@@ -2,8 +2,8 @@ from collections.abc import Iterator
 
 import pytest
 
-import catalog
-from catalog import ModelInfo, info
+from workers_ai import catalog
+from workers_ai.catalog import ModelInfo, info
 
 
 @pytest.fixture(autouse=True)

@@ -16,7 +16,7 @@ import httpx
 import pytest
 from conftest import Runtime, expected_tokens, parse_sse, start_runtime
 
-from affinity import conversation_key
+from workers_ai.affinity import conversation_key
 
 pytestmark = pytest.mark.runtime
 
@@ -401,6 +401,83 @@ def test_a_catalog_that_never_answers_delays_a_request_by_its_bound_only(rt: Run
         assert caps == STATIC, "the facts the isolate had were lost"
     finally:
         set_catalog(rt, None)
+
+
+def test_every_door_opens_the_model_one_way(rt: Runtime) -> None:
+    """/v1/responses (streamed and whole), /api/v1/ui-chat and a durable conversation's turn
+    open the model through service.open_answer, as /api/v1/chat and /v1/chat/completions do:
+    with the asked model busy, the fallback answers, the answer names it, the first call had
+    rejectIfBusy, and a session-affinity key reached the model (a durable turn's: its id)."""
+    said = f"[[busy:gemma]] one way {uuid.uuid4().hex[:6]}"
+    key = "door-session-1"
+
+    def fallback_calls(before: int) -> list[dict[str, Any]]:
+        calls = calls_since(rt, before)
+        assert [(c["model"], c["status"], c["options"].get("rejectIfBusy")) for c in calls] == [
+            (GEMMA, 429, True),
+            (FAST, 200, True),
+        ], calls
+        return calls
+
+    before = last_id(rt)
+    whole = post(
+        rt, "/v1/responses", {"model": GEMMA, "input": said, "prompt_cache_key": key}
+    ).json()
+    assert {c["affinity"] for c in fallback_calls(before)} == {key}
+    assert whole["model"] == FAST, whole
+
+    before = last_id(rt)
+    streamed = post(rt, "/v1/responses", {"model": GEMMA, "input": said, "stream": True})
+    created = [
+        json.loads(line[6:])
+        for line in streamed.text.splitlines()
+        if line.startswith("data: ") and '"type":"response.created"' in line
+    ]
+    assert [c["response"]["model"] for c in created] == [FAST], streamed.text[:500]
+    affinity = {c["affinity"] for c in fallback_calls(before)}
+    assert len(affinity) == 1 and None not in affinity, affinity  # the conversation's own key
+
+    before = last_id(rt)
+    ui = post(
+        rt,
+        "/api/v1/ui-chat",
+        {
+            "id": "chat-7",
+            "trigger": "submit-message",
+            "model": GEMMA,
+            "messages": [{"id": "u1", "role": "user", "parts": [{"type": "text", "text": said}]}],
+        },
+    )
+    finishes = [
+        json.loads(line[6:])
+        for line in ui.text.splitlines()
+        if line.startswith("data: {") and '"type":"finish"' in line
+    ]
+    assert [f["messageMetadata"]["model"] for f in finishes] == [FAST], ui.text[-500:]
+    assert {c["affinity"] for c in fallback_calls(before)} == {"chat-7"}
+
+    with rt.client(timeout=30) as client:
+        conversation = client.post("/api/v1/conversations", headers=AUTH).json()["id"]
+        before = last_id(rt)
+        turn = client.post(
+            f"/api/v1/conversations/{conversation}/messages",
+            json={"content": said, "model": GEMMA},
+            headers=AUTH,
+        )
+        assert turn.status_code == 200 and turn.content.endswith(b"event: done\ndata: {}\n\n")
+        stop = [d for n, d in parse_sse_ids(turn.content) if n == "message_stop"]
+        assert [s.get("model") for s in stop] == [FAST], turn.content[-400:]
+    assert {c["affinity"] for c in fallback_calls(before)} == {conversation}
+
+
+def parse_sse_ids(raw: bytes) -> list[tuple[str, dict[str, Any]]]:
+    """(event, data) of a conversation's stream, whose events carry ids."""
+    out = []
+    for block in raw.decode().split("\n\n")[:-1]:
+        fields = dict(line.split(": ", 1) for line in block.split("\n") if ": " in line)
+        if "event" in fields:
+            out.append((fields["event"], json.loads(fields["data"])))
+    return out
 
 
 def test_a_paid_plan_model_without_a_fallback_is_403(rt: Runtime) -> None:

@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-import catalog
-from conversation import CHAT, OPENAI, Dialect, parse_conversation
-from errors import ApiError
-from settings import load
+from checks.messages import CHAT, OPENAI, Dialect, parse_conversation
+from surface.errors import ApiError
+from surface.settings import load
+from workers_ai import catalog
 
 SETTINGS = load(
     {"AI_MODELS": "m", "MAX_MESSAGE_CHARS": "40", "MAX_IMAGES": "2", "MAX_IMAGE_BYTES": "1024"}.get
@@ -201,6 +201,34 @@ def test_an_image_reaches_a_vision_model_as_an_image_url_part() -> None:
             "invalid_field",
             "messages[0].content[0].image_url.url",
             "not valid base64",
+        ),
+        (
+            GEMMA,
+            "data:image/png;base64,iVBORw0KGgo\u00e9=",  # not ASCII: ValueError, not binascii.Error
+            "invalid_field",
+            "messages[0].content[0].image_url.url",
+            "not valid base64",
+        ),
+        (
+            GEMMA,
+            "data:image/png;base64,",
+            "invalid_field",
+            "messages[0].content[0].image_url.url",
+            "the image is empty (0 bytes)",
+        ),
+        (
+            GEMMA,
+            "data:image/png;base64," + base64.b64encode(b"\xff\xd8\xff\xe0 a jpeg").decode(),
+            "invalid_field",
+            "messages[0].content[0].image_url.url",
+            "the bytes are not a PNG image",
+        ),
+        (
+            GEMMA,
+            "https://169.254.169.254/latest/meta-data",
+            "invalid_field",
+            "messages[0].content[0].image_url.url",
+            "must not point to a loopback, private or link-local address",
         ),
         (
             GEMMA,

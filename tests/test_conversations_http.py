@@ -1,8 +1,15 @@
 """Durable conversations on workerd, through its own Ai class and Durable Objects (SQLite on
-disk): resume after a disconnect, two readers, the grace period, stop, a restart, 404 and 409."""
+disk): resume after a disconnect, two readers, the grace period, stop, a restart, 404 and 409;
+and what an attacker or a careless client tries (issue 33): messages past SQLite's value limit,
+a DELETE racing a message, hostile resume values, a restart mid-turn, the logs."""
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import hmac
+import json
+import random
 import re
 import threading
 import time
@@ -20,10 +27,19 @@ GRACE = 1.0
 BASE = "/api/v1/conversations"
 
 
+# Every id this module made: none may appear in any line the runtime wrote (the last test).
+CREATED: list[str] = []
+
+
 @pytest.fixture(scope="module")
 def durable(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runtime]:
     store: Path = tmp_path_factory.mktemp("durable-objects")
-    rt = start_runtime("--persist", str(store), vars={"RESUME_GRACE_SECONDS": str(GRACE)})
+    rt = start_runtime(
+        "--persist",
+        str(store),
+        vars={"RESUME_GRACE_SECONDS": str(GRACE)},
+        capture_stderr=True,  # workerd's own lines are scanned for ids too
+    )
     yield rt
     rt.stop()
 
@@ -33,6 +49,7 @@ def create(rt: Runtime) -> str:
     assert response.status_code == 201, response.text
     id = response.json()["id"]
     assert re.fullmatch("[0-9a-f]{32}", id), id
+    CREATED.append(id)
     return str(id)
 
 
@@ -47,7 +64,7 @@ def events(raw: bytes) -> list[tuple[str, str, str]]:
     return out
 
 
-def whole_turn(rt: Runtime, id: str, content: str, **extra: Any) -> list[tuple[str, str, str]]:
+def whole_turn(rt: Runtime, id: str, content: Any, **extra: Any) -> list[tuple[str, str, str]]:
     response = httpx.post(
         f"{rt.url}{BASE}/{id}/messages", json={"content": content, **extra}, timeout=30
     )
@@ -56,8 +73,6 @@ def whole_turn(rt: Runtime, id: str, content: str, **extra: Any) -> list[tuple[s
 
 
 def texts(evs: list[tuple[str, str, str]]) -> str:
-    import json
-
     return "".join(
         json.loads(data)["text"] for _, name, data in evs if name == "content_block_delta"
     )
@@ -250,8 +265,10 @@ def test_a_conversation_can_start_from_a_history(durable: Runtime) -> None:
     response = httpx.post(durable.url + BASE, json={"messages": history}, timeout=10)
     assert response.status_code == 201, response.text
     id = response.json()["id"]
+    CREATED.append(id)
     got = httpx.get(f"{durable.url}{BASE}/{id}", timeout=10).json()
-    assert got == {"id": id, "messages": history, "streaming": False}
+    # bytes: each content as stored JSON ("Be brief." is 11), as MAX_CONVERSATION_BYTES counts
+    assert got == {"id": id, "messages": history, "streaming": False, "bytes": 11 + 7 + 11}
     turn = whole_turn(durable, id, "[[pace:0]] and then")
     said = [*history, {"role": "user", "content": "[[pace:0]] and then"}]
     assert durable.last_call()["inputs"]["messages"] == said
@@ -288,3 +305,210 @@ def test_delete_mid_turn_stops_the_model_and_forgets_everything(durable: Runtime
     # The object still works for the next conversation with this binding.
     again = create(durable)
     assert texts(whole_turn(durable, again, "[[pace:0]] still fine")) != ""
+
+
+# --- what an attacker or a careless client tries (issue 33) ----------------------------------
+
+
+def png(size: int, seed: int = 0) -> str:
+    """A data URL of `size` bytes that start as a PNG does (what the magic-bytes check reads)."""
+    data = b"\x89PNG\r\n\x1a\n" + random.Random(seed).randbytes(size - 8)
+    return "data:image/png;base64," + base64.b64encode(data).decode()
+
+
+def test_a_2_5_mb_image_and_2_8_mb_of_text_are_stored_and_answered(durable: Runtime) -> None:
+    """Past a Durable Object's SQLite value limit (2,200,000 bytes, measured): each was a 500
+    whose model call ran on for nobody."""
+    id = create(durable)
+    image = png(2_500_000, seed=1)
+    largest = png(3 * 1024 * 1024, seed=2)  # MAX_IMAGE_BYTES itself
+    sent = []
+    for url in (image, largest):
+        sent.append(
+            [
+                {"type": "text", "text": "[[pace:0]] what is this?"},
+                {"type": "image_url", "image_url": {"url": url}},
+            ]
+        )
+        turn = whole_turn(durable, id, sent[-1])
+        assert [name for _, name, _ in turn][-2:] == ["message_stop", "done"]
+        assert (
+            durable.last_call()["inputs"]["messages"][-1]["content"][1]["image_url"]["url"] == url
+        )
+    got = httpx.get(f"{durable.url}{BASE}/{id}", timeout=30).json()
+    assert [m["role"] for m in got["messages"]] == ["user", "assistant"] * 2
+    assert [got["messages"][0]["content"], got["messages"][2]["content"]] == sent
+    assert got["bytes"] > 3_333_000 + 4_194_000, got["bytes"]
+
+    # The built-in model echoes the message in one token: a 2.8 MB event, a 2.8 MB answer.
+    other = create(durable)
+    text = "[[pace:0]] " + "🌍" * 700_000  # 2.8 MB of UTF-8
+    turn = whole_turn(durable, other, text)
+    assert [name for _, name, _ in turn][-2:] == ["message_stop", "done"]
+    got = httpx.get(f"{durable.url}{BASE}/{other}", timeout=30).json()
+    assert got["messages"][0]["content"] == text
+    assert got["messages"][1]["content"] == texts(turn) and len(texts(turn)) > 700_000
+    # Twice that is past the model's context window: refused before the call, nothing kept.
+    calls = len(durable.calls())
+    again = httpx.post(
+        f"{durable.url}{BASE}/{other}/messages", json={"content": "more"}, timeout=30
+    )
+    assert (again.status_code, again.json()["error"]) == (400, "context_length_exceeded")
+    assert len(durable.calls()) == calls
+    assert httpx.get(f"{durable.url}{BASE}/{other}", timeout=30).json() == got
+
+
+def test_a_delete_racing_a_message_never_500s_or_leaves_a_model_call_running(
+    durable: Runtime,
+) -> None:
+    """A DELETE 0-55 ms after a message (and, every other time, a stop just before it): the
+    message is answered (its end is a cancel) or 404, and every model call it opened is closed
+    before its end."""
+    first_call = max((c["id"] for c in durable.calls()), default=0)
+
+    def send(id: str, got: list[httpx.Response]) -> None:
+        got.append(
+            httpx.post(
+                f"{durable.url}{BASE}/{id}/messages",
+                json={"content": "[[tokens:300]] [[pace:20]] race me"},
+                timeout=30,
+            )
+        )
+
+    outcomes: list[tuple[float, int, int, bytes]] = []
+    for i in range(24):
+        id = create(durable)
+        delay = (i % 12) * 0.005
+        got: list[httpx.Response] = []
+        sender = threading.Thread(target=send, args=(id, got))
+        sender.start()
+        time.sleep(delay)
+        if i % 2:
+            stopped = httpx.post(f"{durable.url}{BASE}/{id}/stop", timeout=10)
+            assert stopped.status_code in (200, 404), stopped.text
+        gone = httpx.delete(f"{durable.url}{BASE}/{id}", timeout=10)
+        sender.join(timeout=30)
+        outcomes.append((delay, got[0].status_code, gone.status_code, got[0].content))
+    for delay, status, deleted, body in outcomes:
+        assert deleted == 204 and status in (200, 404), (delay, status, deleted, body[-300:])
+        if status == 200:
+            assert [(n, d) for _, n, d in events(body)][-2:] == [
+                ("message_stop", '{"stop_reason":"cancelled"}'),
+                ("done", "{}"),
+            ], (delay, body[-300:])
+    raced = [c for c in durable.calls() if c["id"] > first_call]
+    deadline = time.monotonic() + 10
+    while any(c["closedAt"] is None for c in raced) and time.monotonic() < deadline:
+        time.sleep(0.05)
+        raced = [c for c in durable.calls() if c["id"] > first_call]
+    for call in raced:
+        assert_stopped(call)
+    print(
+        f"\n{len(outcomes)} races: {sum(s == 200 for _, s, _, _ in outcomes)} answered (cancelled), "
+        f"{sum(s == 404 for _, s, _, _ in outcomes)} 404; {len(raced)} model calls, all closed early"
+    )
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "%00",
+        "%0d%0a",
+        "1:2%0d%0aX-Injected:%201",
+        "%ff",
+        "1:",
+        ":",
+        "x",
+        "1:2:3",
+        "-1:2",
+        "1:" + "9" * 13,
+        "%E2%80%A8",
+        "1%3A2%00",
+    ],
+)
+def test_a_hostile_resume_value_is_400_before_it_reaches_a_header(
+    durable: Runtime, value: str
+) -> None:
+    id = create(durable)
+    for target in (id, "f" * 32):
+        response = httpx.get(f"{durable.url}{BASE}/{target}/stream?after={value}", timeout=10)
+        assert (response.status_code, response.json()) == (
+            400,
+            {
+                "error": "invalid_field",
+                "message": "after: must be the id of an event of this conversation, <turn>:<seq> (e.g. 2:17)",
+            },
+        ), (target, value, response.text)
+    header = httpx.get(
+        f"{durable.url}{BASE}/{id}/stream", headers={"last-event-id": "1:x"}, timeout=10
+    )
+    assert (header.status_code, header.json()["message"].split(":")[0]) == (400, "Last-Event-ID")
+    fine = httpx.get(f"{durable.url}{BASE}/{'f' * 32}/stream?after=1:2", timeout=10)
+    assert (fine.status_code, fine.json()["error"]) == (404, "not_found")
+
+
+def test_a_resume_past_the_end_of_an_answer_ends_with_done(durable: Runtime) -> None:
+    id = create(durable)
+    turn = whole_turn(durable, id, "[[pace:0]] short")
+    last = turn[-1][0]
+    for headers, query in (({"last-event-id": last}, ""), ({}, "?after=1:999")):
+        rest = httpx.get(f"{durable.url}{BASE}/{id}/stream{query}", headers=headers, timeout=10)
+        assert (rest.status_code, rest.content) == (200, b"event: done\ndata: {}\n\n")
+
+
+def test_a_restart_mid_turn_keeps_the_partial_answer(durable: Runtime) -> None:
+    id = create(durable)
+    content = "[[tokens:400]] [[pace:25]] cut me off"
+    read: list[bytes] = []
+
+    def reader() -> None:  # attached until the runtime goes away under it
+        try:
+            with httpx.stream(
+                "POST", f"{durable.url}{BASE}/{id}/messages", json={"content": content}, timeout=60
+            ) as response:
+                for chunk in response.iter_raw():
+                    read.append(chunk)
+        except httpx.HTTPError:
+            pass
+
+    thread = threading.Thread(target=reader)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while len(events(b"".join(read))) < 20:
+        assert time.monotonic() < deadline, "the answer never started"
+        time.sleep(0.02)
+    durable.set_vars(ENVIRONMENT="restarted-mid-turn")  # a new version: workerd restarts
+    thread.join(timeout=30)
+    got = httpx.get(f"{durable.url}{BASE}/{id}", timeout=30).json()
+    assert got["streaming"] is False
+    assert [m["role"] for m in got["messages"]] == ["user", "assistant"], got["messages"]
+    replay = httpx.get(f"{durable.url}{BASE}/{id}/stream", timeout=10).content
+    stored = texts(events(replay))
+    assert got["messages"][1]["content"] == stored
+    seen = b"".join(read)
+    assert stored.startswith(texts(events(seen[: seen.rindex(b"\n\n") + 2]))) and len(stored) > 0
+    assert [name for _, name, _ in events(replay)][-2:] == ["error", "done"]
+    assert '"upstream_incomplete"' in events(replay)[-2][2]
+    assert len(stored.split()) < 400  # cut, not finished
+
+
+def test_no_log_line_contains_a_conversation_id(durable: Runtime) -> None:
+    """Last in the module: every id made above, against every line the runtime wrote
+    (the Worker's, the objects', workerd's own). Each request line names its conversation by
+    the id's keyed hash (LOG_HASH_KEY unset here: its documented default key)."""
+    assert len(CREATED) > 40
+    time.sleep(1.0)  # the last streams' lines are written when their relays end
+    lines = list(durable.log)
+    leaked = [line for line in lines for id in CREATED if id in line]
+    assert leaked == [], leaked[:5]
+    probed = ["0" * 32, "f" * 32]  # the unknown ids asked for above
+    hashes = {
+        hmac.new(b"ai-chat log ids", id.encode(), hashlib.sha256).hexdigest()[:16]
+        for id in CREATED + probed
+    }
+    routed = [json.loads(line) for line in lines if '"route":"/api/v1/conversations/{id}' in line]
+    assert len(routed) > 100 and all(line["conversation"] in hashes for line in routed), routed[:3]
+    assert {line["conversation"] for line in routed} == hashes
+    print(
+        f"\n{len(lines)} lines scanned for {len(CREATED)} ids: none found; {len(routed)} request lines hashed"
+    )

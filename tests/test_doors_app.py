@@ -8,10 +8,10 @@ import json
 from typing import Any
 
 from fakes import FakeLimiter, FakeModel, FakeSource, frames
+from host_driver import drive
 from test_app import URL, call, request
 
-from relay import drive
-from web import Relayed, WebResponse
+from surface.web import Relayed, WebResponse
 
 RESPONSES = json.dumps({"input": "hi"}).encode()
 UI_CHAT = json.dumps(
@@ -31,7 +31,7 @@ def body(response: WebResponse) -> Any:
 
 
 def streamed(response: WebResponse) -> bytes:
-    """The body as the shell would send it (relay.drive, the host's driver)."""
+    """The body as the shell would send it (host_driver.drive)."""
     assert response.status == 200 and isinstance(response.body, Relayed), response
     source, relay = response.body.source, response.body.relay
     assert isinstance(source, FakeSource), source

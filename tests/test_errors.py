@@ -1,6 +1,6 @@
 import pytest
 
-from errors import ECHO_LIMIT, clip, shown
+from surface.errors import ECHO_LIMIT, clip, shown
 
 
 @pytest.mark.parametrize(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import subprocess
 import sys
 
@@ -107,3 +108,24 @@ def test_open_webui_settings_point_at_routes_that_answer(runtime: Runtime) -> No
             "/v1/chat/completions", json=body, headers={"authorization": "Bearer unused"}
         )
     assert response.status_code == 200 and response.text.endswith("data: [DONE]\n\n")
+
+
+def closed_port() -> int:
+    """A local port nothing listens on: bound, then let go (connecting to it is refused)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.mark.parametrize("name", [*EXAMPLES, *SECOND_TURN])
+def test_without_a_server_an_example_says_what_to_do_in_one_line(name: str) -> None:
+    url = f"http://127.0.0.1:{closed_port()}"
+    command = [*{**EXAMPLES, **SECOND_TURN}[name], f"examples/{name}", "Hello!"]
+    env = {**os.environ, "AI_CHAT_URL": url, "PYTHONIOENCODING": "utf-8"}
+    result = subprocess.run(
+        command, cwd=ROOT, env=env, capture_output=True, text=True, encoding="utf-8", timeout=60
+    )
+    assert (result.returncode, result.stdout) == (1, ""), result
+    assert result.stderr == (
+        f"Cannot reach {url}: is `make dev` running? Set AI_CHAT_URL to the Worker's address.\n"
+    ), result.stderr

@@ -9,12 +9,13 @@ from typing import Any
 
 import pytest
 from fakes import FakeLimiter, FakeModel, frames
+from host_driver import drive
 from test_app import request
 
-from app import RunOptions, UpstreamFailure, handle
-from relay import drive
-from routes import TABLE
-from web import Relayed, WebResponse
+from surface.policy import handle
+from surface.routes import TABLE
+from surface.web import Relayed, WebResponse
+from workers_ai.service import RunOptions, UpstreamFailure
 
 GEMMA = "@cf/google/gemma-4-26b-a4b-it"
 FAST = "@cf/meta/llama-3.1-8b-instruct-fast"

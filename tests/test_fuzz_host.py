@@ -16,12 +16,13 @@ from collections.abc import AsyncIterator
 import pytest
 from fakes import FakeLimiter, FakeModel, frames
 from fuzz import CHAT, COMPLETIONS, bodies, problem
+from host_driver import drive
 
-import openai_params
-from app import handle
-from relay import OneShot, drive, relay_whole
-from routes import TABLE
-from web import Relayed, WebRequest, WebResponse
+from doors.openai_chat import openai_params
+from streaming.relay import OneShot, relay_whole
+from surface.policy import handle
+from surface.routes import TABLE
+from surface.web import Relayed, WebRequest, WebResponse
 
 COUNT = int(os.environ.get("FUZZ_COUNT", "3000"))
 SEED = int(os.environ.get("FUZZ_SEED", "1"))

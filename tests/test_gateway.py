@@ -1,4 +1,4 @@
-from gateway import run_options
+from workers_ai.gateway import run_options
 
 NOTHING: dict[str, str] = {}
 

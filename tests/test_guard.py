@@ -4,10 +4,10 @@ from collections.abc import AsyncIterator
 import pytest
 from fakes import FakeLimiter
 
-from api_keys import rate_key
-from errors import ApiError
-from guard import KEY_ONLY, OPEN, PAGE_OR_KEY, Access, from_own_page, guard
-from web import WebRequest
+from surface.api_keys import rate_key
+from surface.errors import ApiError
+from surface.guard import KEY_ONLY, OPEN, PAGE_OR_KEY, Access, from_own_page, guard
+from surface.web import WebRequest
 
 URL = "https://chat.example.dev/api/v1/chat"
 KEYS = {"API_KEYS": "sk-alpha,sk-beta"}
@@ -34,7 +34,18 @@ def run(
         guard(
             request, access=access, metered=metered, env=env.get, limiter=limiter or FakeLimiter()
         )
-    )
+    )[0]
+
+
+def test_the_valid_key_is_returned_once_checked_and_only_then() -> None:
+    def key(request: WebRequest, access: Access | None) -> str | None:
+        return asyncio.run(
+            guard(request, access=access, metered=True, env=KEYS.get, limiter=FakeLimiter())
+        )[1]
+
+    assert key(req(authorization="Bearer sk-alpha"), PAGE_OR_KEY) == "sk-alpha"
+    assert key(req(authorization="Bearer sk-wrong"), PAGE_OR_KEY) is None
+    assert key(req(authorization="Bearer sk-alpha"), None) is None  # an open route checks none
 
 
 def status(error: ApiError | None) -> tuple[int, str] | None:
@@ -149,10 +160,11 @@ def test_unmetered_routes_never_ask_the_limiter() -> None:
 
 
 def test_a_missing_limiter_is_a_500_never_open() -> None:
-    error = asyncio.run(guard(req(), access=OPEN, metered=True, env=NO_KEYS.get, limiter=None))
+    error, _ = asyncio.run(guard(req(), access=OPEN, metered=True, env=NO_KEYS.get, limiter=None))
     assert status(error) == (500, "server_misconfigured")
-    assert (
-        asyncio.run(guard(req(), access=OPEN, metered=False, env=NO_KEYS.get, limiter=None)) is None
+    assert asyncio.run(guard(req(), access=OPEN, metered=False, env=NO_KEYS.get, limiter=None)) == (
+        None,
+        None,
     )
 
 
@@ -160,3 +172,36 @@ def test_the_key_check_comes_before_the_limiter() -> None:
     limiter = FakeLimiter()
     assert status(run(req(), KEY_ONLY, limiter=limiter)) == (401, "invalid_api_key")
     assert limiter.keys == []
+
+
+def test_reads_are_counted_on_their_own_limiter_per_key_or_address() -> None:
+    model, reads = FakeLimiter(), FakeLimiter(limit=1)
+
+    def read(**headers: str) -> ApiError | None:
+        return asyncio.run(
+            guard(
+                req(**headers),
+                access=PAGE_OR_KEY,
+                metered=False,
+                env=KEYS.get,
+                limiter=model,
+                key_limiter=model,
+                reads=True,
+                read_limiter=reads,
+            )
+        )[0]
+
+    page = {"sec-fetch-site": "same-origin", "cf-connecting-ip": "192.0.2.7"}
+    assert [status(read(**page)) for _ in range(2)] == [None, (429, "rate_limited")]
+    assert status(read(authorization="Bearer sk-alpha")) is None
+    assert reads.keys == ["ip:192.0.2.7", "ip:192.0.2.7", rate_key("sk-alpha")]
+    assert model.keys == []  # a read never spends the model's budget
+    assert status(read(authorization="Bearer nope")) == (401, "unauthorized")
+    assert len(reads.keys) == 3  # the key check comes first
+
+
+def test_a_missing_read_limiter_is_a_500_never_open() -> None:
+    error, _ = asyncio.run(
+        guard(req(), access=OPEN, metered=False, env=NO_KEYS.get, limiter=FakeLimiter(), reads=True)
+    )
+    assert status(error) == (500, "server_misconfigured")

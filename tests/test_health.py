@@ -7,20 +7,23 @@ import json
 
 from fakes import FakeModel, no_body
 
-import app
-from census import STATS_PATH
-from health import PATH, health
-from routes import TABLE
-from settings import Lookup
-from web import WebRequest, WebResponse
+from surface import policy
+from surface.census import STATS_PATH
+from surface.health import PATH, health
+from surface.routes import TABLE
+from surface.settings import Lookup
+from surface.web import WebRequest, WebResponse
 
 
 def env(**values: str) -> Lookup:
     return values.get
 
 
+RUNTIME: dict[str, str | None] = {"python": "3.14.2", "pyodide": "314.0.4"}
+
+
 def test_healthy() -> None:
-    response = health(env(ENVIRONMENT="production"), ["RATE_LIMITER", "AI"])
+    response = health(env(ENVIRONMENT="production"), ["RATE_LIMITER", "AI"], RUNTIME)
     assert response.status == 200
     assert json.loads(response.body) == {  # type: ignore[arg-type]
         "status": "ok",
@@ -30,12 +33,13 @@ def test_healthy() -> None:
         "settings": "ok",
         "bindings": ["AI", "RATE_LIMITER"],
         "catalog": "static",
+        "runtime": {"python": "3.14.2", "pyodide": "314.0.4"},
     }
     assert ("cache-control", "no-store") in response.headers
 
 
 def test_kill_switch_on_still_answers() -> None:
-    body = json.loads(health(env(AI_CHAT_DISABLED="1"), []).body)  # type: ignore[arg-type]
+    body = json.loads(health(env(AI_CHAT_DISABLED="1"), [], RUNTIME).body)  # type: ignore[arg-type]
     assert (body["status"], body["kill_switch"], body["environment"]) == (
         "disabled",
         "on",
@@ -44,7 +48,7 @@ def test_kill_switch_on_still_answers() -> None:
 
 
 def test_broken_settings_are_reported_without_their_values() -> None:
-    response = health(env(AI_MODELS="a", AI_DEFAULT_MODEL="secret-looking-value"), ["AI"])
+    response = health(env(AI_MODELS="a", AI_DEFAULT_MODEL="secret-looking-value"), ["AI"], RUNTIME)
     body = json.loads(response.body)  # type: ignore[arg-type]
     assert (response.status, body["status"], body["settings"]) == (200, "misconfigured", "invalid")
     assert b"secret-looking-value" not in response.body  # type: ignore[operator]
@@ -57,14 +61,17 @@ class Shell:
     def runtime_stats(self) -> dict[str, object]:
         return {"live": 0}
 
+    def runtime(self) -> dict[str, str | None]:
+        return RUNTIME
+
 
 def through_the_table(path: str, method: str = "GET", **values: str) -> WebResponse:
-    """A request through app.handle and the Worker's one route table, as the shell sends it."""
+    """A request through policy.handle and the Worker's one route table, as the shell sends it."""
     request = WebRequest(
         method=method, url="https://w" + path, path=path, headers={}, body=no_body()
     )
     return asyncio.run(
-        app.handle(request, env(**values), FakeModel([]), TABLE, limiter=None, shell=Shell())
+        policy.handle(request, env(**values), FakeModel([]), TABLE, limiter=None, shell=Shell())
     )
 
 

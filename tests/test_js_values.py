@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from js_values import js_numbers
+from shell.js_values import js_numbers
 
 SAFE = 2**53 - 1
 

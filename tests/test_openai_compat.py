@@ -4,12 +4,13 @@ from typing import Any
 import pytest
 from fakes import completion_context, no_body
 
-from errors import ApiError
-from openai_compat import Collector, CompletionEncoder, openai_error, parse_completion
-from relay import Failed, Finished
-from settings import load
-from upstream import TEXT, THINKING
-from web import WebRequest
+from doors.openai_chat.openai_compat import openai_error, parse_completion
+from doors.openai_chat.openai_events import Collector, CompletionEncoder
+from streaming.relay import Failed, Finished
+from surface.errors import ApiError
+from surface.settings import load
+from surface.web import WebRequest
+from workers_ai.upstream import TEXT, THINKING
 
 SETTINGS = load({"AI_MODELS": "m1,m2"}.get)
 
@@ -163,8 +164,8 @@ def test_error_shape(status: int, kind: str) -> None:
 
 
 # Tool calls, from both upstream forms, through the relay at every split point.
-from relay import OneShot, Relay, Timing, relay_whole  # noqa: E402
-from upstream import ToolCall  # noqa: E402
+from streaming.relay import OneShot, Relay, Timing, relay_whole  # noqa: E402
+from workers_ai.upstream import ToolCall  # noqa: E402
 
 TIMING = Timing(ping_after=100.0, give_up_after=100.0)
 HEAD = b'data: {"id":"chatcmpl-abc","object":"chat.completion.chunk","created":7,"model":"m1","choices":[{"index":0,"delta":'
@@ -401,8 +402,9 @@ def test_a_length_stop_stays_length_with_tool_calls() -> None:
 def test_model_route_takes_ids_with_slashes_and_percent_encoding() -> None:
     import asyncio
 
-    from app import RouteTable, handle
-    from routes import TABLE
+    from surface.policy import handle
+    from surface.routes import TABLE
+    from surface.routing import RouteTable
 
     assert isinstance(TABLE, RouteTable)
     env = {"AI_MODELS": "@cf/meta/llama-3.1-8b-instruct"}.get

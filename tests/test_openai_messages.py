@@ -1,7 +1,7 @@
 import pytest
 
-from errors import ApiError
-from openai_messages import parse_tool_choice, parse_tools
+from doors.openai_chat.openai_messages import parse_tool_choice, parse_tools
+from surface.errors import ApiError
 
 WEATHER = {
     "type": "function",

@@ -4,11 +4,11 @@ from typing import Any
 import pytest
 from fakes import completion_context
 
-import openai_params
-from errors import ApiError
-from openai_compat import parse_completion
-from openai_params import NEUTRAL, PARAMS, PASSED, REFUSED, table
-from settings import load
+from doors.openai_chat import openai_params
+from doors.openai_chat.openai_compat import parse_completion
+from doors.openai_chat.openai_params import NEUTRAL, PARAMS, PASSED, REFUSED, table
+from surface.errors import ApiError
+from surface.settings import load
 
 NATIVE = "@cf/meta/llama-3.1-8b-instruct"
 OPENAI = "@cf/openai/gpt-oss-20b"

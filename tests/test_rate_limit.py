@@ -1,4 +1,4 @@
-from rate_limit import RETRY_AFTER_SECONDS, address_key, rate_limited
+from surface.rate_limit import RETRY_AFTER_SECONDS, address_key, rate_limited
 
 
 def test_the_address_is_cf_connecting_ip() -> None:

@@ -1,10 +1,11 @@
 import asyncio
 
 from fakes import STALL, FakeSource, frames
+from host_driver import drive
 
-from chat_events import ChatEncoder
-from relay import Failed, Finished, Relay, Timing, drive
-from upstream import Part, ToolCall
+from doors.chat.chat_events import ChatEncoder
+from streaming.relay import Failed, Finished, Relay, Timing
+from workers_ai.upstream import Part, ToolCall
 
 FAST = Timing(ping_after=10.0, give_up_after=20.0)
 USAGE = {"prompt_tokens": 1, "completion_tokens": 2, "total_tokens": 3}
@@ -267,3 +268,16 @@ def test_drive_cancelled_while_waiting_cancels_upstream() -> None:
 
     asyncio.run(scenario())
     assert source.cancelled == 1 and source.reads_after_cancel == 0
+
+
+def test_a_cancel_with_a_failure_ends_with_that_error_after_what_was_held() -> None:
+    relay = Relay(ChatEncoder(), FAST, now=0.0, stops=("STOP",))
+    relay.feed(wire("Hello ST", done=False)[0])
+    full = Failed(code="conversation_too_large", message="full")
+    out = relay.cancel(full)
+    assert out == (
+        b'event: content_block_delta\ndata: {"index":1,"text":"ST"}\n\n'
+        b'event: error\ndata: {"error":"conversation_too_large","message":"full"}\n\n'
+        b"event: done\ndata: {}\n\n"
+    )
+    assert relay.closed and relay.ending == full and relay.cancel() == b""

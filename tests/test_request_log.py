@@ -2,18 +2,28 @@
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import logging
 
 import pytest
 
-from app import app_error
-from chat_events import ChatEncoder
-from errors import ApiError
-from openai_compat import openai_error
-from relay import OneShot, Relay, Timing, relay_whole
-from request_log import CURRENT, JsonLines, RequestLog, request_id
-from web import Relayed, WebResponse, json_response, without_body
+from doors.chat.chat_events import ChatEncoder
+from doors.openai_chat.openai_compat import openai_error
+from streaming.relay import OneShot, Relay, Timing, relay_whole
+from surface.errors import ApiError
+from surface.request_log import (
+    CURRENT,
+    JsonLines,
+    RequestLog,
+    id_hash,
+    redacted,
+    request_id,
+    route_of,
+)
+from surface.routing import app_error
+from surface.web import Relayed, WebResponse, json_response, without_body
 
 NATIVE_DONE = (
     b'data: {"response":"Hi"}\n\ndata: {"response":"","usage":{"prompt_tokens":3,"completion_tokens":1,"total_tokens":4}}\n\n'
@@ -234,3 +244,54 @@ def test_one_attempt_and_no_cache_add_nothing_to_the_line() -> None:
         json_response(200, {}, usage={"prompt_tokens": 5, "cached_tokens": 4}), now=101.0
     )
     assert whole.tokens_cached == 4
+
+
+ID = "0123456789abcdef0123456789abcdef"
+
+
+def test_a_conversation_id_is_logged_only_as_its_keyed_hash() -> None:
+    route, hashed = route_of(f"/api/v1/conversations/{ID}/messages", None)
+    assert route == "/api/v1/conversations/{id}/messages"
+    # HMAC-SHA256 as an operator computes it: printf %s "$ID" | openssl dgst -sha256 -hmac "$KEY"
+    assert hashed == hmac.new(b"ai-chat log ids", ID.encode(), hashlib.sha256).hexdigest()[:16]
+    keyed = route_of(f"/api/v1/conversations/{ID}", "s3cret")[1]
+    assert keyed == hmac.new(b"s3cret", ID.encode(), hashlib.sha256).hexdigest()[:16]
+    assert keyed != hashed and id_hash(ID, "s3cret") == keyed
+    log = RequestLog(request_id="r1", method="GET", route=route, started=0.0, conversation=hashed)
+    log.responded(json_response(200, {}), now=0.01)
+    [line] = written(log)
+    assert (line["route"], line["conversation"]) == (route, hashed)
+    assert ID not in json.dumps(line)
+
+
+@pytest.mark.parametrize(
+    ("path", "route"),
+    [
+        (f"/api/v1/conversations/{ID}/nope", "/api/v1/conversations/{id}/nope"),
+        (f"/x/{ID.upper()}y", "/x/{id}y"),
+        ("/api/v1/conversations/%30123456789abcdef0123456789abcdef", "/api/v1/conversations/{id}"),
+        (f"/x/{ID}{ID}", "/x/{id}"),
+        ("/api/v1/chat", "/api/v1/chat"),
+        ("/short/0123456789abcdef", "/short/0123456789abcdef"),
+    ],
+)
+def test_any_path_that_may_hold_an_id_is_redacted(path: str, route: str) -> None:
+    assert route_of(path, None)[0] == route
+    assert redacted(f"GET {path} failed") == f"GET {redacted(path)} failed"
+
+
+def test_log_records_and_relay_details_lose_any_id_they_carry() -> None:
+    lines: list[str] = []
+    logger = logging.getLogger("test_request_log_ids")
+    handler = JsonLines(lines.append)
+    logger.addHandler(handler)
+    try:
+        logger.error("GET https://%s/get failed", ID)
+    finally:
+        logger.removeHandler(handler)
+    log = record()
+    log.details.append(f"relay note about {ID}")
+    log.responded(json_response(200, {}), now=100.01)
+    log.write(lines.append)
+    assert all(ID not in line for line in lines), lines
+    assert json.loads(lines[0])["message"] == "GET https://{id}/get failed"

@@ -260,6 +260,8 @@ def test_no_message_text_or_key_reaches_any_log_line(capfd: pytest.CaptureFixtur
 
 
 def test_health_on_workerd_makes_no_model_call(runtime: Runtime) -> None:
+    with runtime.client() as client:  # an API route first: the isolate has asked the catalog
+        assert client.get("/api/v1/models").status_code == 200
     calls = len(runtime.calls())
     with runtime.client() as client:
         response = client.get("/api/v1/health", headers={"cf-ray": (rid := ray())})
@@ -271,7 +273,14 @@ def test_health_on_workerd_makes_no_model_call(runtime: Runtime) -> None:
         "environment": "development",
         "kill_switch": "off",
         "settings": "ok",
-        "bindings": ["AI", "CONVERSATIONS", "KEY_RATE_LIMITER", "RATE_LIMITER"],
+        "bindings": [
+            "AI",
+            "CONVERSATIONS",
+            "KEY_RATE_LIMITER",
+            "RATE_LIMITER",
+            "READ_RATE_LIMITER",
+        ],
         "catalog": "live",
+        "runtime": {"python": response.json()["runtime"]["python"], "pyodide": "314.0.4"},
     }
     assert len(runtime.calls()) == calls

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 from fakes import completion_context
 
-from errors import ApiError
-from responses_api import parse_responses
-from settings import load
+from doors.responses.responses_api import parse_responses
+from surface.errors import ApiError
+from surface.settings import load
 
 SETTINGS = load({"AI_MODELS": "@cf/openai/gpt-oss-20b,@cf/google/gemma-4-26b-a4b-it"}.get)
 CTX = completion_context(SETTINGS)
@@ -314,3 +314,22 @@ def test_too_many_messages_names_the_input() -> None:
         "too_many_messages",
         f"input: {len(items)} messages exceed the limit of {SETTINGS.max_messages}",
     )
+
+
+def test_an_error_repeats_no_more_of_a_clients_keys_and_values_than_it_may() -> None:
+    """Found by the fuzz on workerd (seed 5): a role that is an object, and an unknown key of
+    text.format, went into the message whole."""
+    role = {"name": "{" * 500}
+    status, code, message = refused(
+        {"model": GEMMA, "input": [{"role": role, "content": [{"type": "function"}]}]}
+    )
+    assert (status, code) == (400, "invalid_field") and "{{{{" not in message, message
+    assert message == (
+        "input[0].content[0].type: 'function' parts are not supported here; "
+        "these messages take input_text and input_image parts"
+    )
+    status, code, message = refused(
+        {"model": GEMMA, "input": "hi", "text": {"format": {"type": "json_object", "k" * 500: 1}}}
+    )
+    assert (status, code) == (400, "invalid_field") and len(message) < 200, message
+    assert message.startswith("text.format." + "k" * 64 + "…: unknown field")

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from relay import Failed, Finished
-from responses_events import ResponsesEncoder
-from upstream import TEXT, THINKING, ToolCall
+from doors.responses.responses_events import ResponsesEncoder
+from streaming.relay import Failed, Finished
+from workers_ai.upstream import TEXT, THINKING, ToolCall
 
 ECHO: dict[str, Any] = {"instructions": None, "tools": []}
 HEAD = '"id":"resp_1","object":"response","created_at":7,"model":"m","instructions":null,"tools":[]'

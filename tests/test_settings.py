@@ -1,6 +1,6 @@
 import pytest
 
-from settings import (
+from surface.settings import (
     BODY_TIMEOUT_DEFAULT,
     DEFAULT_MODELS,
     Lookup,
@@ -8,6 +8,8 @@ from settings import (
     body_timeout,
     chat_disabled,
     load,
+    shell_stream_window,
+    stream_window,
 )
 
 
@@ -85,3 +87,22 @@ def test_fallback_models_are_an_ordered_list_without_repeats() -> None:
     assert load(nothing.get).fallback_models == ()
     env = {"AI_FALLBACK_MODELS": " @cf/b/two , @cf/a/one,@cf/b/two,"}
     assert load(env.get).fallback_models == ("@cf/b/two", "@cf/a/one")
+
+
+@pytest.mark.parametrize(
+    ("value", "seconds"), [(None, 0.09), ("", 0.09), ("0", 0.0), ("60", 0.06), ("150", 0.15)]
+)
+def test_stream_window_ms(value: str | None, seconds: float) -> None:
+    lookup = env({"STREAM_WINDOW_MS": value} if value is not None else {})
+    assert stream_window(lookup) == seconds
+    assert load(lookup).stream_window == seconds
+    assert shell_stream_window(lookup) == seconds
+
+
+@pytest.mark.parametrize("value", ["151", "-1", "0.5", "fast"])
+def test_a_bad_stream_window_names_the_variable(value: str) -> None:
+    lookup = env({"STREAM_WINDOW_MS": value})
+    with pytest.raises(SettingsError, match="STREAM_WINDOW_MS"):
+        load(lookup)
+    # The shell builds the pipe with the default; the core answers 500 before any model call.
+    assert shell_stream_window(lookup) == 0.09

@@ -2,7 +2,7 @@ from typing import Any
 
 import pytest
 
-from sse import PING, ServerSentEvent, event
+from streaming.sse import PING, ServerSentEvent, event
 
 
 @pytest.mark.parametrize(

@@ -1,7 +1,7 @@
 import pytest
 from fakes import merged
 
-from think_tags import TEXT, THINKING, Part, ThinkTags
+from workers_ai.think_tags import TEXT, THINKING, Part, ThinkTags
 
 
 def run(pieces: list[str], *, thinking: bool) -> list[Part]:

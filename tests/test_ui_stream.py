@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from relay import Failed, Finished
-from ui_stream import UIMessageEncoder, usage
-from upstream import TEXT, THINKING, ToolCall
+from doors.ui_chat.ui_stream import UIMessageEncoder, usage
+from streaming.relay import Failed, Finished
+from workers_ai.upstream import TEXT, THINKING, ToolCall
 
 
 def encoder(call_prefix: str | None = None) -> UIMessageEncoder:

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-import frames
-from upstream import TEXT, UpstreamDecoder
+from workers_ai import frames
+from workers_ai.upstream import TEXT, UpstreamDecoder
 
 
 def run(chunks: list[bytes]) -> tuple[list[str], UpstreamDecoder, bool]:

@@ -1,6 +1,6 @@
 import pytest
 
-from upstream_errors import TABLE, classify, parse
+from workers_ai.upstream_errors import TABLE, classify, parse
 
 MODEL = "@cf/meta/llama-3.1-8b-instruct"
 MIDNIGHT = 1_767_225_600  # 2026-01-01T00:00:00Z

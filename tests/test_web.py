@@ -1,4 +1,4 @@
-from web import JSON_HEADERS, WebResponse, json_response, without_body
+from surface.web import JSON_HEADERS, WebResponse, json_response, without_body
 
 
 def test_json_response_sends_utf8_as_is() -> None:

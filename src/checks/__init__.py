@@ -1,0 +1,2 @@
+"""Request checks every door shares: the chat request, the messages (text and images) and the
+JSON limits."""

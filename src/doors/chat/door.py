@@ -1,0 +1,70 @@
+"""POST /api/v1/chat (the page's SSE events) and GET /api/v1/models."""
+
+from __future__ import annotations
+
+from checks.chat_request import parse_chat
+from doors.chat.chat_events import ChatEncoder
+from surface.guard import PAGE_OR_KEY
+from surface.routing import Api, Context, Route, app_error, parse_body
+from surface.version import VERSION
+from surface.web import SSE_HEADERS, Relayed, WebResponse, json_response
+from workers_ai import affinity, catalog
+from workers_ai.service import new_relay, open_answer
+
+
+async def chat(ctx: Context) -> WebResponse:
+    request = parse_chat(await parse_body(ctx), ctx.settings)
+    opened = await open_answer(
+        ctx.model,
+        ctx.settings,
+        request.model,
+        request.ai_inputs(),
+        session=affinity.key([ctx.request.headers.get(affinity.HEADER)], request.messages),
+        key_id=ctx.key_id,
+    )
+    # message_stop names the model only when a fallback answered instead of the one asked.
+    encoder = ChatEncoder(model=None if opened.model == request.model else opened.model)
+    relay = new_relay(ctx.settings, encoder, request.max_tokens, opened.model, request.stop)
+    return WebResponse(
+        status=200, headers=SSE_HEADERS, body=Relayed(source=opened.source, relay=relay)
+    )
+
+
+async def models(ctx: Context) -> WebResponse:
+    s = ctx.settings
+    limits = {
+        "max_messages": s.max_messages,
+        "max_message_chars": s.max_message_chars,
+        "max_body_bytes": s.max_body_bytes,
+        "max_images": s.max_images,
+        "max_image_bytes": s.max_image_bytes,
+        "max_tokens_limit": s.max_tokens_limit,
+        "default_max_tokens": s.default_max_tokens,
+    }
+    reasoning = [m for m in s.models if catalog.info(m).reasons]
+    capabilities = {m: catalog.capabilities(m) for m in s.models}
+    body = {
+        "models": list(s.models),
+        "default": s.default_model,
+        "reasoning": reasoning,
+        "capabilities": capabilities,
+        "limits": limits,
+        # The page keeps its chats as durable conversations when this deployment has them.
+        "conversations": ctx.conversations is not None,
+        "version": VERSION,
+    }
+    return json_response(200, body)
+
+
+CHAT_API = Api(
+    prefix="/api/",
+    routes={
+        "/api/v1/chat": Route(
+            methods={"POST": chat}, render_error=app_error, access=PAGE_OR_KEY, metered=True
+        ),
+        "/api/v1/models": Route(
+            methods={"GET": models}, render_error=app_error, access=PAGE_OR_KEY
+        ),
+    },
+    render_error=app_error,
+)

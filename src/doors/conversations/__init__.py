@@ -1,0 +1,1 @@
+"""Durable conversations: /api/v1/conversations, their stored turns and events."""

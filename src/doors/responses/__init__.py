@@ -1,0 +1,1 @@
+"""The OpenAI Responses door: /v1/responses."""

@@ -1,0 +1,227 @@
+"""The Worker's bindings as the core's protocols: Workers AI (run, models), the Durable Object
+namespace of conversations, the rate limiters, and the vars. Python values become JS objects
+before they reach a binding; what a binding answers becomes Python before the core sees it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from typing import Any
+
+import js
+from pyodide.ffi import JsException, to_js
+
+from shell.js_glue import js_bind, js_object
+from shell.jsstream import JsByteSource, RelayPipe
+from streaming.relay import ByteSource, OneShot, Relay, Upstream
+from surface import rate_limit
+from surface import settings as config
+from surface.errors import ApiError, ClientGone
+from surface.request_log import RequestLog
+from surface.settings import Lookup
+from surface.web import Forwarded, WebResponse
+from workers_ai import catalog, gateway, service, upstream_errors
+
+# The header that tells a conversation's Durable Object its own id.
+ID_HEADER = "x-conversation-id"
+# How long a request waits for env.AI.models() before going on with the facts it has.
+CATALOG_WAIT_MS = 2000
+
+log = logging.getLogger("bindings")
+
+
+class WorkersAi:
+    def __init__(self, env: Any, signal: Any, record: RequestLog | None = None) -> None:
+        self._env = env
+        self._signal = signal if signal else None
+        self._record = record
+
+    async def stream(
+        self,
+        model: str,
+        inputs: dict[str, Any],
+        *,
+        timeout: float,
+        options: service.RunOptions | None = None,
+    ) -> Upstream:
+        binding = getattr(self._env, "AI", None)
+        if binding is None:
+            raise ApiError(500, "server_misconfigured", "The AI binding is not configured.")
+        if self._record is not None:
+            self._record.model = model
+        if self._signal is not None and self._signal.aborted:
+            raise ClientGone()
+        asked = options or service.RunOptions()
+        stop = _RunStop(self._signal, timeout)
+        try:
+            run_options = {
+                **gateway.run_options(env_lookup(self._env), asked.key_id),
+                **asked.binding_options(),
+                "signal": stop.signal,
+            }
+            result = await binding.run(model, js_object(inputs), js_object(run_options))
+        except JsException as exc:
+            if stop.signal.aborted:
+                if self._signal is not None and self._signal.aborted:
+                    raise ClientGone() from exc
+                raise service.UpstreamSilent() from exc
+            if self._record is not None:
+                self._record.attempts.append((model, upstream_errors.parse(str(exc))[0]))
+            raise service.UpstreamFailure(str(exc)) from exc
+        finally:
+            stop.release()
+            if self._record is not None:
+                self._record.upstream_request_id = last_request_id(binding)
+        if self._record is not None:
+            self._record.attempts.append((model, None))
+        if getattr(getattr(result, "constructor", None), "name", None) == "ReadableStream":
+            return JsByteSource(result)
+        return OneShot(result=result.to_py() if hasattr(result, "to_py") else result)
+
+    async def drain(self, source: ByteSource, relay: Relay) -> None:
+        """The same pipe as a streamed answer (JS timers for the idle limit, the client's
+        signal to stop it), with no reader: the relay's encoder collects the answer."""
+        assert isinstance(source, JsByteSource), source
+        window = config.shell_stream_window(env_lookup(self._env))
+        await RelayPipe(source.stream, relay, self._signal, window=window, whole=True).to_end()
+
+
+async def refresh_catalog(env: Any, lookup: Lookup) -> None:
+    """Model facts from env.AI.models() when catalog.py says they are due, as Python values.
+    Bounded by CATALOG_WAIT_MS (scheduler.wait: a JS timer, nothing of Python's left behind);
+    a failure leaves the facts as they were and is logged."""
+    now = time.monotonic()
+    if not catalog.due(now):
+        return
+    every = catalog.refresh_seconds(lookup)
+    catalog.begin(now, every)
+    binding = getattr(env, "AI", None)
+    if binding is None:
+        return
+    try:
+        search = binding.models(js_object(dict(catalog.SEARCH)))
+        result = await js.Promise.race(to_js([search, js.scheduler.wait(CATALOG_WAIT_MS)]))
+        if result is None or not hasattr(result, "to_py"):
+            raise TimeoutError(f"no answer within {CATALOG_WAIT_MS} ms")
+        count = catalog.loaded(result.to_py(), time.monotonic(), every)
+    except Exception as exc:  # whatever it is, the request goes on with the facts it has
+        catalog.failed(str(exc), time.monotonic(), every)
+        log.warning("env.AI.models() failed, model facts stay %s: %s", catalog.source(), exc)
+        return
+    if count:
+        try:
+            s = config.load(lookup)
+        except config.SettingsError:
+            return  # the request itself reports it
+        if unlisted := catalog.unlisted((*s.models, *s.fallback_models)):
+            log.warning(
+                "not in the Workers AI catalog (retired or misspelled?): %s", ", ".join(unlisted)
+            )
+
+
+class _RunStop:
+    """The signal env.AI.run() is given (workerd's Ai class hands it to its fetch): it aborts
+    when `timeout` seconds pass or the client goes away, until run() answers; then it is let go,
+    so neither can cut the answer's stream later (a 60 s limit on run() is not one on the answer).
+
+    All in JS: an asyncio timer here outlived a request whose client left and kept its objects
+    alive for good (measured on workerd), and a race of run() against a promise handed Python
+    three promises per request (~35 us each to wrap, measured). Measured locally too: miniflare's
+    entry worker does not report a client that leaves before the response headers, so there
+    the timeout is what ends such a call."""
+
+    def __init__(self, client: Any, timeout: float) -> None:
+        controller = js.AbortController.new()
+        self.signal = controller.signal
+        self._abort = js_bind(js.Reflect.get(controller, "abort"), controller)
+        self._sources = [js.AbortSignal.timeout(max(1, int(timeout * 1000)))]
+        if client is not None:
+            self._sources.append(client)
+        for source in self._sources:
+            source.addEventListener("abort", self._abort)
+
+    def release(self) -> None:
+        for source in self._sources:
+            source.removeEventListener("abort", self._abort)
+        self._sources = []
+
+
+class DurableConversations:
+    """conversation_api's Conversations: each call is a request to the conversation's own
+    Durable Object (its name is the id), carrying the client's signal so the object learns
+    when a reader leaves; its response is sent on as it is."""
+
+    def __init__(self, namespace: Any, signal: Any) -> None:
+        self._namespace = namespace
+        self._signal = signal
+
+    async def call(
+        self, id: str, op: str, payload: dict[str, Any] | None = None, *, after: str | None = None
+    ) -> WebResponse:
+        stub = self._namespace.get(self._namespace.idFromName(id))
+        init: dict[str, Any] = {
+            "method": "POST" if payload is not None else "GET",
+            "signal": self._signal,
+        }
+        # The id goes in a header, not the URL: a URL can end up in an error's text, and the id
+        # must never reach a log line (request_log).
+        headers = js.Headers.new()
+        headers.append(ID_HEADER, id)
+        if payload is not None:
+            init["body"] = json.dumps(payload, ensure_ascii=False)
+            headers.append("content-type", "application/json")
+        if after is not None:
+            headers.append("x-after", after)
+        init["headers"] = headers
+        response = await stub.fetch(js.Request.new(f"https://conversation/{op}", js_object(init)))
+        content_type = response.headers.get("content-type")
+        kept = (("content-type", content_type),) if isinstance(content_type, str) else ()
+        return WebResponse(
+            status=int(response.status), headers=kept, body=Forwarded(response=response)
+        )
+
+
+class RateLimiter:
+    """The Rate Limiting binding as the core's Limiter: binding.limit({key}) -> {success}."""
+
+    def __init__(self, binding: Any) -> None:
+        self._binding = binding
+
+    async def allow(self, key: str) -> bool:
+        try:
+            result = await self._binding.limit(js_object({"key": key}))
+        except (
+            JsException
+        ) as exc:  # counted nowhere, so refused: a limiter fault never opens the door
+            log.error("%s.limit() failed: %s", rate_limit.BINDING, exc)
+            return False
+        success = (
+            result.get("success") if isinstance(result, dict) else getattr(result, "success", None)
+        )
+        return success is True
+
+
+def limiter(env: Any, name: str = rate_limit.BINDING) -> RateLimiter | None:
+    binding = getattr(env, name, None)
+    return None if binding is None else RateLimiter(binding)
+
+
+def last_request_id(binding: Any) -> str | None:
+    """workerd's Ai class keeps the cf-ai-req-id header of its last run() here. Read by
+    item: the SDK's binding wrapper caches what is read as an attribute. One Ai object
+    serves the isolate's concurrent requests, so under load this may be a neighbour's id."""
+    try:
+        value = binding["lastRequestId"]
+    except Exception:
+        value = getattr(binding, "lastRequestId", None)
+    return value if isinstance(value, str) and value else None
+
+
+def env_lookup(env: Any) -> Lookup:
+    def get(key: str) -> str | None:
+        value = getattr(env, key, None)
+        return value if isinstance(value, str) else None
+
+    return get

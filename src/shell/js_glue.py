@@ -1,0 +1,102 @@
+"""The JS glue every shell module shares: plain JS objects from Python values, bound JS
+functions, and calls whose promises stay in JS. Built from built-ins only: workerd makes no
+code from strings. Nothing here is kept in a module global but Python values (a deploy
+snapshots the module state, and a JS object there fails it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import js
+from pyodide.ffi import to_js
+
+from shell.js_values import js_numbers
+
+
+def js_object(value: dict[str, Any]) -> Any:
+    """A plain JS object (not a Map, not a PyProxy): what JS APIs and bindings expect."""
+    return to_js(js_numbers(value), dict_converter=js.Object.fromEntries)
+
+
+def ignore(promise: Any) -> None:
+    """Drop a promise's rejection. Boolean is a JS function that accepts anything and has no
+    effect: a rejection handler that needs no proxy."""
+    promise.catch(js.Boolean)
+
+
+def bytes_of(value: Any) -> bytes:
+    """A chunk of a JS byte stream (a Uint8Array, or a string) as Python bytes."""
+    if isinstance(value, str):
+        return value.encode()
+    data: bytes = value.to_bytes()
+    return data
+
+
+def js_bind(fn: Any, this: Any, *bound: Any) -> Any:
+    """`fn.bind(this, *bound)`: a JS function, so no proxy to manage."""
+    return js.Reflect.apply(
+        js.Reflect.get(js.Function.prototype, "bind"), fn, to_js([this, *bound])
+    )
+
+
+def void_caller(fn: Any, this: Any, *bound: Any) -> Callable[[Any], None]:
+    """call(value): `fn.call(this, *bound, value)`, made by JS, its result dropped in JS.
+
+    Measured on workerd (bench/notes/GLUE-NOTES.md): a JS call from Python that returns a promise
+    hands Python a PyodideFuture, with Pyodide's own then() attached: ~35 us to make, and it
+    enters Python again when it settles; a .catch() on it costs ~190 us. Per chunk that was
+    most of the relay's CPU, and under load promise traffic through Pyodide ended in fatal
+    errors. Array.prototype.forEach calls its callback and drops what it returns, so a writer's
+    write() promise never reaches Python (~1.5 us a call). Built from built-ins only: workerd
+    makes no code from strings. (forEach also passes the index and the array: every function
+    called here ignores arguments past the ones it takes.)"""
+    box = js.Array.new(1)
+    for_each = js.Reflect.get(js.Array.prototype, "forEach")
+    args = to_js([js_bind(fn, this, *bound)])
+    put = js.Reflect.set
+    apply = js.Reflect.apply
+
+    def call(value: Any) -> None:
+        put(box, 0, value)
+        apply(for_each, box, args)
+
+    return call
+
+
+def then_caller(on_ok: Any, on_err: Any) -> Callable[[Any], None]:
+    """start(fn): `fn().then(on_ok, on_err)`, made wholly by JS: the promise fn returns never
+    reaches Python, so no Pyodide future is made for it (~35 us, and a Python callback through
+    Pyodide's own then() when it settles: bench/notes/GLUE-NOTES.md). on_ok and on_err are JS
+    functions (proxies); fn is called with one extra argument (an array), which it must ignore.
+
+    From built-ins only (workerd makes no code from strings):
+    `[fn].map(call.bind(call))` calls fn and keeps its promise P in an array; pushing the
+    handlers gives [P, [on_ok, on_err]], and `[[applyThen]].forEach(apply.bind(reduce, that))`
+    runs `that.reduce(applyThen)`, i.e. `Reflect.apply(then, P, [on_ok, on_err])`; forEach
+    drops what reduce returns."""
+    prototype = js.Function.prototype
+    call = js.Reflect.get(prototype, "call")
+    apply = js.Reflect.get(prototype, "apply")
+    arrays = js.Array.prototype
+    map_fn = js.Reflect.get(arrays, "map")
+    reduce_fn = js.Reflect.get(arrays, "reduce")
+    for_each = js.Reflect.get(arrays, "forEach")
+    map_args = to_js([js_bind(call, call)])
+    handlers = to_js([on_ok, on_err])
+    then = js.Reflect.get(js.Promise.prototype, "then")
+    apply_then = js_bind(js.Reflect.get(js.Reflect, "apply"), None, then)
+    box = js.Array.new(1)
+    js.Reflect.set(box, 0, to_js([apply_then]))
+    args = js.Array.new(1)
+    put = js.Reflect.set
+    run = js.Reflect.apply
+
+    def start(fn: Any) -> None:
+        captured = run(map_fn, js.Array.of(fn), map_args)
+        captured.push(handlers)
+        put(args, 0, js_bind(apply, reduce_fn, captured))
+        run(for_each, box, args)
+
+    return start

@@ -1,0 +1,89 @@
+"""When to read the model's stream next: the window policy of the relay's windowed reader.
+
+Plain Python with no clock of its own (the shell passes the time), so the host tests pin it.
+In the Worker every read of the model's stream costs workerd's stream machinery whatever it
+returns, so reading once per window of tokens, not once per network chunk, is what makes a
+paced token cheap (bench/notes/2026-11-25-windows.md). A window delays the tokens it holds,
+so it is bounded, and it is taken only where it saves something:
+
+- the first token goes out at once: reads are immediate until `warm_frames` frames are seen
+  (a short answer is never held);
+- a read that ends inside a frame is followed at once by another (the rest of that frame is
+  already on its way: one network chunk often arrives as two reads);
+- then the window follows the token rate, measured from what each read returned: none below
+  `slow_rate` tokens a second (a window would hold one token and save nothing), the longest,
+  `longest` seconds, from `fast_rate` on, and in between in proportion.
+"""
+
+from __future__ import annotations
+
+FRAME_END = b"\n\n"
+
+
+class Windows:
+    """after_read(now, data) -> seconds to wait before the next read (0: read again at once)."""
+
+    __slots__ = (
+        "_frames",
+        "_last_at",
+        "_rate",
+        "_steady",
+        "fast_rate",
+        "longest",
+        "slow_rate",
+        "warm_frames",
+    )
+
+    def __init__(
+        self,
+        longest: float,
+        *,
+        slow_rate: float = 10.0,
+        fast_rate: float = 40.0,
+        warm_frames: int = 3,
+    ) -> None:
+        self.longest = max(longest, 0.0)
+        self.slow_rate = slow_rate
+        self.fast_rate = max(fast_rate, slow_rate)
+        self.warm_frames = warm_frames
+        self._frames = 0  # whole frames seen so far
+        self._last_at: float | None = None  # when the last read that ended on a frame did
+        self._rate: float | None = None  # tokens (frames) a second, smoothed
+        self._steady = False
+
+    @classmethod
+    def steady(cls, longest: float) -> Windows:
+        """For an answer nobody reads token by token (collected whole): after every read that
+        ends on a frame, wait `longest`, from the first read on."""
+        windows = cls(longest, warm_frames=0)
+        windows._steady = True
+        return windows
+
+    @property
+    def rate(self) -> float | None:
+        return self._rate
+
+    def after_read(self, now: float, data: bytes) -> float:
+        if self.longest <= 0:
+            return 0.0
+        frames = data.count(FRAME_END)
+        self._frames += frames
+        if not data.endswith(FRAME_END):
+            return 0.0  # mid-frame: the rest is on its way, read it at once
+        if self._steady:
+            return self.longest
+        last, self._last_at = self._last_at, now
+        if last is not None and now > last and frames:
+            sample = frames / (now - last)
+            self._rate = sample if self._rate is None else (self._rate + sample) / 2
+        if self._frames < self.warm_frames or self._rate is None:
+            return 0.0
+        return self.window(self._rate)
+
+    def window(self, rate: float) -> float:
+        """The window for a token rate: 0 when slow, `longest` when fast, linear between."""
+        if rate <= self.slow_rate:
+            return 0.0
+        if rate >= self.fast_rate or self.fast_rate == self.slow_rate:
+            return self.longest
+        return self.longest * (rate - self.slow_rate) / (self.fast_rate - self.slow_rate)

@@ -1,0 +1,174 @@
+"""The policy every request passes, in order: the early routes (health, local stats), the kill
+switch, the settings, CORS, the method, keys and rate limits (guard.py), then the route's
+handler; every answer leaves with API_HEADERS."""
+
+from __future__ import annotations
+
+import logging
+
+from surface import settings as config
+from surface.api_keys import key_id
+from surface.errors import ApiError, clip
+from surface.guard import guard
+from surface.rate_limit import Limiter
+from surface.request_log import redacted
+from surface.routing import (
+    EARLY_ALLOW,
+    LOCAL_VAR,
+    Context,
+    Conversations,
+    EarlyHandler,
+    Route,
+    RouteTable,
+    Shell,
+    app_error,
+    not_allowed,
+)
+from surface.settings import Lookup, SettingsError
+from surface.web import API_HEADERS, Headers, WebRequest, WebResponse, origin_of, without_body
+from workers_ai.service import ChatModel
+
+log = logging.getLogger("policy")
+
+
+def cors_headers(request: WebRequest, allowed: tuple[str, ...]) -> Headers | None:
+    """CORS headers for an allowed (or absent) Origin; None when the origin is refused."""
+    origin = request.headers.get("origin")
+    if origin is None or origin == origin_of(request.url):
+        return ()
+    if "*" in allowed:
+        return (("access-control-allow-origin", "*"),)
+    if origin in allowed:
+        return (("access-control-allow-origin", origin),)
+    return None
+
+
+def preflight(request: WebRequest, route: Route, cors: Headers) -> WebResponse:
+    """OPTIONS: 204 with Allow; a CORS preflight from an allowed origin also gets what the
+    browser asked about."""
+    headers: Headers = (("allow", route.allow),)
+    if not cors or request.headers.get("access-control-request-method") is None:
+        return WebResponse(status=204, headers=headers)
+    headers = (
+        *cors,
+        ("access-control-allow-methods", route.allow),
+        ("access-control-max-age", "86400"),
+        *headers,
+    )
+    wanted = request.headers.get("access-control-request-headers")
+    if wanted:
+        headers += (
+            ("access-control-allow-headers", wanted),
+            ("vary", "Access-Control-Request-Headers"),
+        )
+    return WebResponse(status=204, headers=headers)
+
+
+async def handle(
+    request: WebRequest,
+    env: Lookup,
+    model: ChatModel,
+    table: RouteTable,
+    *,
+    limiter: Limiter | None,
+    key_limiter: Limiter | None = None,
+    read_limiter: Limiter | None = None,
+    conversations: Conversations | None = None,
+    shell: Shell | None = None,
+) -> WebResponse:
+    """Every answer, error or not, leaves through here with API_HEADERS."""
+    route = table.find(request.path)
+    if route is not None and route.early is not None and shell is not None:
+        return _early(request, env, table, route.early, route.local_only, shell)
+    answer = (
+        await _answer(
+            request, env, model, table, (limiter, key_limiter, read_limiter), conversations
+        )
+    ).with_headers(API_HEADERS)
+    return without_body(answer) if request.method == "HEAD" else answer
+
+
+def _early(
+    request: WebRequest,
+    env: Lookup,
+    table: RouteTable,
+    early: EarlyHandler,
+    local_only: bool,
+    shell: Shell,
+) -> WebResponse:
+    """A route that answers before the kill switch and every policy (health, local stats)."""
+    if local_only and env(LOCAL_VAR) != "1":
+        return table.not_found(request.path).with_headers(API_HEADERS)
+    allow = (("allow", EARLY_ALLOW),)
+    if request.method == "OPTIONS":
+        return WebResponse(status=204, headers=allow + API_HEADERS)
+    if request.method not in ("GET", "HEAD"):
+        return app_error(not_allowed(request, EARLY_ALLOW)).with_headers(API_HEADERS)
+    answer = early(request, env, shell).with_headers(API_HEADERS)
+    return without_body(answer) if request.method == "HEAD" else answer
+
+
+async def _answer(
+    request: WebRequest,
+    env: Lookup,
+    model: ChatModel,
+    table: RouteTable,
+    limiters: tuple[Limiter | None, Limiter | None, Limiter | None],
+    conversations: Conversations | None,
+) -> WebResponse:
+    limiter, key_limiter, read_limiter = limiters
+    route = table.find(request.path)
+    if route is None:
+        return table.not_found(request.path)
+    if config.chat_disabled(env):
+        return route.render_error(
+            ApiError(503, "ai_unavailable", "The AI chat service is turned off; try again later.")
+        )
+    try:
+        settings = config.load(env)
+    except SettingsError as exc:
+        log.error("misconfigured: %s", exc)
+        return route.render_error(
+            ApiError(500, "server_misconfigured", "The service is misconfigured.")
+        )
+    cors = cors_headers(request, settings.allowed_origins)
+    if cors is None:
+        origin = request.headers.get("origin")
+        return route.render_error(
+            ApiError(403, "origin_not_allowed", f"Origin {clip(origin or '')} is not allowed")
+        )
+    if request.method == "OPTIONS":
+        return preflight(request, route, cors)
+    handler = route.handler(request.method)
+    if handler is None:
+        return route.render_error(not_allowed(request, route.allow)).with_headers(cors)
+    refusal, key = await guard(
+        request,
+        access=route.access,
+        metered=route.metered,
+        env=env,
+        limiter=limiter,
+        key_limiter=key_limiter,
+        reads=route.reads,
+        read_limiter=read_limiter,
+    )
+    if refusal is not None:
+        return route.render_error(refusal).with_headers(cors)
+    context = Context(
+        request=request,
+        settings=settings,
+        model=model,
+        conversations=conversations,
+        key_id=key_id(key) if key else None,
+    )
+    try:
+        response = await handler(context)
+    except ApiError as error:
+        response = route.render_error(error)
+    except Exception:
+        # A bug, not the client's fault; still an answer in the API's shape, not a traceback page.
+        log.exception("%s %s failed", request.method, redacted(request.path))
+        response = route.render_error(
+            ApiError(500, "internal_error", "The request could not be handled.")
+        )
+    return response.with_headers(cors)

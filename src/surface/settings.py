@@ -1,0 +1,161 @@
+"""Settings read from the Worker's environment (wrangler [vars] or the dashboard), per request."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TypeVar
+
+from workers_ai import catalog
+
+T = TypeVar("T", int, float)
+
+Lookup = Callable[[str], "str | None"]
+
+DEFAULT_MODELS = ("@cf/google/gemma-4-26b-a4b-it",)
+
+
+class SettingsError(Exception):
+    """The deployment is misconfigured; the message names the variable and its value."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Settings:
+    models: tuple[str, ...]
+    default_model: str
+    default_max_tokens: int
+    max_tokens_limit: int
+    max_body_bytes: int
+    max_messages: int
+    max_message_chars: int
+    max_images: int
+    max_image_bytes: int
+    resume_grace: float  # seconds a durable turn goes on with no reader attached
+    max_conversation_bytes: int
+    max_conversation_images: int  # images a durable conversation may hold, all its turns
+    ping_after: float
+    give_up_after: float
+    allowed_origins: tuple[str, ...]
+    # The longest window of the windowed reader of the model's stream, in seconds (0: off,
+    # one read per network chunk); see stream_window().
+    stream_window: float = 0.09
+    # Tried in order when the model is busy (3040) or needs a paid plan (5035) before its
+    # first byte (app.open_answer); any Workers AI id, in AI_MODELS or not.
+    fallback_models: tuple[str, ...] = ()
+
+
+def chat_disabled(lookup: Lookup) -> bool:
+    """The kill switch: exactly "1" turns the API off; anything else leaves it on."""
+    return lookup("AI_CHAT_DISABLED") == "1"
+
+
+def _number(lookup: Lookup, key: str, default: T, kind: type[T], low: T, high: T) -> T:
+    raw = lookup(key)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        value = kind(raw.strip())
+    except ValueError:
+        raise SettingsError(f"{key}={raw!r} is not a {kind.__name__}") from None
+    if not (low <= value <= high) or (isinstance(value, float) and not math.isfinite(value)):
+        raise SettingsError(f"{key}={raw!r} must be between {low} and {high}")
+    return value
+
+
+def _list(lookup: Lookup, key: str) -> tuple[str, ...]:
+    raw = lookup(key) or ""
+    return tuple(item for item in (part.strip() for part in raw.split(",")) if item)
+
+
+# Bytes of request body per token of context window: 4 characters a token, with room for
+# JSON escapes and multi-byte text.
+BODY_BYTES_PER_TOKEN = 6
+# Added to the body limit for images (base64, a third larger than the image).
+IMAGE_BODY_BYTES = 4 * 1024 * 1024
+UNKNOWN_WINDOW = 128_000  # tokens, for a model whose context window is not in the catalog
+
+
+def body_limit_for(models: tuple[str, ...]) -> int:
+    """The body the largest context window of the allow-list needs, images included."""
+    window = max(catalog.info(m).context_window or UNKNOWN_WINDOW for m in models)
+    return window * BODY_BYTES_PER_TOKEN + IMAGE_BODY_BYTES
+
+
+def load(lookup: Lookup) -> Settings:
+    models = _list(lookup, "AI_MODELS") or DEFAULT_MODELS
+    default_model = (lookup("AI_DEFAULT_MODEL") or "").strip() or models[0]
+    if default_model not in models:
+        raise SettingsError(f"AI_DEFAULT_MODEL={default_model!r} is not in AI_MODELS")
+    limit = _number(lookup, "AI_MAX_TOKENS_LIMIT", 4096, int, 1, 1_000_000)
+    default_tokens = _number(lookup, "AI_MAX_TOKENS_DEFAULT", min(1024, limit), int, 1, limit)
+    ping_after = _number(lookup, "STREAM_PING_SECONDS", 15.0, float, 0.01, 3600.0)
+    give_up_after = _number(lookup, "UPSTREAM_TIMEOUT_SECONDS", 60.0, float, 0.01, 3600.0)
+    body_timeout(lookup)  # the shell times the body with it; a bad value is misconfigured here
+    # Checked here, so that a bad value is a misconfiguration before any call; gateway.py reads it.
+    _number(lookup, "AI_GATEWAY_CACHE_TTL", 0, int, 0, 31_536_000)
+    return Settings(
+        models=models,
+        default_model=default_model,
+        default_max_tokens=default_tokens,
+        max_tokens_limit=limit,
+        max_body_bytes=_number(
+            lookup, "MAX_BODY_BYTES", body_limit_for(models), int, 64, 64 * 1024 * 1024
+        ),
+        max_messages=_number(lookup, "MAX_MESSAGES", 1000, int, 1, 10_000),
+        max_message_chars=_number(lookup, "MAX_MESSAGE_CHARS", 1_000_000, int, 1, 16_000_000),
+        max_images=_number(lookup, "MAX_IMAGES", 8, int, 0, 100),
+        max_image_bytes=_number(
+            lookup, "MAX_IMAGE_BYTES", 3 * 1024 * 1024, int, 1024, 20 * 1024 * 1024
+        ),
+        resume_grace=_number(lookup, "RESUME_GRACE_SECONDS", 10.0, float, 0.0, 3600.0),
+        max_conversation_bytes=_number(
+            lookup, "MAX_CONVERSATION_BYTES", 32 * 1024 * 1024, int, 4096, 1024**3
+        ),
+        max_conversation_images=_number(lookup, "MAX_CONVERSATION_IMAGES", 32, int, 0, 10_000),
+        ping_after=ping_after,
+        give_up_after=give_up_after,
+        allowed_origins=_list(lookup, "CORS_ALLOWED_ORIGINS"),
+        fallback_models=_fallbacks(lookup),
+        stream_window=stream_window(lookup),
+    )
+
+
+BODY_TIMEOUT_DEFAULT = 30.0
+
+
+def body_timeout(lookup: Lookup) -> float:
+    """BODY_TIMEOUT_SECONDS: how long a request body may take to arrive, counted from the
+    request's start. The shell reads it before the core runs, since it times the body."""
+    return _number(lookup, "BODY_TIMEOUT_SECONDS", BODY_TIMEOUT_DEFAULT, float, 0.1, 3600.0)
+
+
+STREAM_WINDOW_MS_DEFAULT = 90
+
+
+def stream_window(lookup: Lookup) -> float:
+    """STREAM_WINDOW_MS: the longest window, in ms, of the windowed reader of the model's
+    stream (docs/OPERATING.md#stream-windows): tokens that arrive within it go out together,
+    for a quarter to a half of the CPU per token. 0 turns windows off (latency first: each
+    network chunk goes out as it comes, at the CPU cost of one stream read per chunk). The
+    shell reads it where it builds the relay's pipe, so a bad value reads as the default
+    there and is a misconfiguration in load()."""
+    return _number(lookup, "STREAM_WINDOW_MS", STREAM_WINDOW_MS_DEFAULT, int, 0, 150) / 1000
+
+
+def shell_stream_window(lookup: Lookup) -> float:
+    """stream_window(), or the default when the value is bad (the core reports it)."""
+    try:
+        return stream_window(lookup)
+    except SettingsError:
+        return STREAM_WINDOW_MS_DEFAULT / 1000
+
+
+def _fallbacks(lookup: Lookup) -> tuple[str, ...]:
+    models = _list(lookup, "AI_FALLBACK_MODELS")
+    for model in models:
+        if not model.startswith("@") or any(c.isspace() for c in model):
+            raise SettingsError(
+                f"AI_FALLBACK_MODELS={lookup('AI_FALLBACK_MODELS')!r}: {model!r} is not a Workers AI model id"
+            )
+    return tuple(dict.fromkeys(models))

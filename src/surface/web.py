@@ -1,0 +1,111 @@
+"""The HTTP exchange as the core sees it: plain values, no JavaScript."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+from urllib.parse import urlsplit
+
+from streaming.relay import Relay, Upstream
+
+Headers = tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WebRequest:
+    method: str
+    url: str
+    path: str
+    headers: Mapping[str, str]  # lower-case names
+    body: AsyncIterator[bytes]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Relayed:
+    """A streamed body: the upstream and the relay that re-frames it.
+
+    The shell runs it (a JS pipe for a stream, relay_whole() for a one-shot result) and
+    stops the upstream when the client goes away.
+    """
+
+    source: Upstream
+    relay: Relay
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Forwarded:
+    """A body the shell got from elsewhere (a Durable Object's response), sent on untouched.
+    The core never looks inside: it is a JS Response to the shell, opaque here."""
+
+    response: object
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WebResponse:
+    """``code``: an error answer's stable code; ``usage``: a whole answer's token counts (the
+    relay's flat form). The request log reads both here, never from the body."""
+
+    status: int
+    headers: Headers = ()
+    body: bytes | Relayed | Forwarded = b""
+    code: str | None = None
+    usage: Mapping[str, int] | None = None
+
+    def with_headers(self, extra: Headers) -> WebResponse:
+        if not extra:
+            return self
+        return replace(self, headers=self.headers + extra)
+
+
+JSON_HEADERS: Headers = (
+    ("content-type", "application/json; charset=utf-8"),
+    ("cache-control", "no-store"),
+)
+
+SSE_HEADERS: Headers = (
+    ("content-type", "text/event-stream; charset=utf-8"),
+    ("cache-control", "no-cache, no-transform"),
+    ("x-accel-buffering", "no"),
+)
+
+
+# On every API response: error bodies repeat what a client sent, so no browser may sniff
+# them into HTML; and whether CORS headers are present depends on Origin, so caches must
+# key on it even when none were sent.
+API_HEADERS: Headers = (
+    ("x-content-type-options", "nosniff"),
+    ("vary", "Origin"),
+)
+
+
+def origin_of(url: str) -> str:
+    """scheme://host[:port] of a URL, as a browser writes it in Origin."""
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}"
+
+
+def without_body(response: WebResponse) -> WebResponse:
+    """The answer to HEAD: the GET answer's headers and no body. No Content-Length: the runtime
+    may compress the GET answer (then it has another length, or none), and HEAD may omit it."""
+    return replace(response, body=b"")
+
+
+def json_response(
+    status: int,
+    value: Any,
+    headers: Headers = (),
+    *,
+    code: str | None = None,
+    usage: Mapping[str, int] | None = None,
+) -> WebResponse:
+    try:
+        body = json.dumps(value, ensure_ascii=False).encode()
+    except UnicodeEncodeError:
+        # A lone surrogate (from a client's JSON or the model's) has no UTF-8 form; as a
+        # \udXXX escape it is still valid JSON, the same text the streamed answer sends.
+        body = json.dumps(value).encode()
+    return WebResponse(
+        status=status, headers=JSON_HEADERS + headers, body=body, code=code, usage=usage
+    )

@@ -1,0 +1,57 @@
+"""Which models may answer a request, in order, and the inputs each one gets.
+
+The asked model first, then AI_FALLBACK_MODELS. A fallback only gets a request it can take
+as it is (images need vision, tools need function calling, JSON mode and min_p the same
+input schema as the asked model), and only what it reads: reasoning sent back goes to a model
+that reasons, a reasoning effort becomes chat_template_kwargs.enable_thinking for a model
+whose template switches thinking.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from workers_ai import catalog
+
+# Inputs whose shape depends on the model's input schema (openai_params, openai_compat).
+_SCHEMA_BOUND = ("response_format", "min_p")
+
+
+def candidates(model: str, fallbacks: tuple[str, ...]) -> tuple[str, ...]:
+    return (model, *(m for m in fallbacks if m != model))
+
+
+def _has_images(inputs: dict[str, Any]) -> bool:
+    for message in inputs.get("messages") or ():
+        content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(content, list) and any(
+            isinstance(p, dict) and p.get("type") == "image_url" for p in content
+        ):
+            return True
+    return False
+
+
+def inputs_for(model: str, inputs: dict[str, Any], asked: str) -> dict[str, Any] | None:
+    """What `model` is sent for a request made to `asked`; None when it cannot take it."""
+    facts = catalog.info(model)
+    if model != asked:
+        first = catalog.info(asked)
+        if (
+            facts.listed is False
+            or (_has_images(inputs) and not facts.vision)
+            or (inputs.get("tools") and not facts.tools)
+        ):
+            return None
+        if facts.openai_schema != first.openai_schema and any(k in inputs for k in _SCHEMA_BOUND):
+            return None
+    out = dict(inputs)
+    if not facts.reasons and any(
+        isinstance(m, dict) and "reasoning" in m for m in out.get("messages") or ()
+    ):
+        out["messages"] = [
+            {k: v for k, v in m.items() if k != "reasoning"} for m in out["messages"]
+        ]
+    if facts.switches_thinking and out.get("reasoning_effort") is not None:
+        del out["reasoning_effort"]
+        out["chat_template_kwargs"] = {"enable_thinking": True}
+    return out
