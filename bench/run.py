@@ -473,6 +473,20 @@ def render(results: dict[str, Any], host: dict[str, Any] | None) -> str:
                     else f"| {k} | error: {v['error']} | |"
                 )
         out.append("")
+    windows = results.get("windows")
+    if isinstance(windows, dict) and "table" in windows:
+        out += [
+            "## Windowed reads against the JS re-framer (`bench/check.mjs --full`, issue 35)",
+            "",
+            "CPU per 1,000 tokens, median over 2 rounds; added delay per token (ms) against "
+            "the model's schedule. "
+            + ("Every target met." if windows["exit"] == 0 else "Some target missed (exit 1)."),
+            "",
+            "```",
+            windows["table"],
+            "```",
+            "",
+        ]
     if host:
         out += [
             "## Host CPython decoder + encoder throughput (`bench/host_throughput.py`, tokens/s through Relay.feed)",
@@ -544,6 +558,16 @@ def main() -> int:
                     command += ["--src", f"cut_{name}={knockouts.make(Path(cuts), name)}"]
             subprocess.run(command, check=True, env=os.environ.copy())
         results = json.loads(RESULTS_JSON.read_text())
+        if not args.only or "windows" in args.only.split(","):
+            # Issue 35's bench-check with its reasoning-shape cell and 50 streams at once.
+            print("windowed reads (bench/check.mjs --full) ...", file=sys.stderr)
+            check = subprocess.run(
+                ["node", str(ROOT / "bench" / "check.mjs"), "--full", "--rounds", "2"],
+                capture_output=True,
+                text=True,
+                env=os.environ.copy(),
+            )
+            results["windows"] = {"table": check.stdout.strip(), "exit": check.returncode}
         results["host"] = host
         results["totalSeconds"] = time.monotonic() - started
         RESULTS_JSON.write_text(json.dumps(results, indent=1) + "\n")
