@@ -10,14 +10,26 @@ const model = process.env.AI_CHAT_MODEL ?? "@cf/google/gemma-4-26b-a4b-it";
 const prompt = process.argv[2] ?? "Say hello in five words.";
 
 const transport = new DefaultChatTransport({ api: `${base}/api/v1/ui-chat`, body: { model, max_tokens: 256 } });
-const stream = await transport.sendMessages({
-  chatId: "example", trigger: "submit-message", messageId: undefined, abortSignal: undefined,
-  messages: [{ id: "m1", role: "user", parts: [{ type: "text", text: prompt }] }],
-});
-let printed = 0;
-for await (const message of readUIMessageStream({ stream, terminateOnError: true })) {
-  const text = message.parts.filter((p) => p.type === "text").map((p) => p.text).join("");
-  process.stdout.write(text.slice(printed));
-  printed = text.length;
+try {
+  const stream = await transport.sendMessages({
+    chatId: "example", trigger: "submit-message", messageId: undefined, abortSignal: undefined,
+    messages: [{ id: "m1", role: "user", parts: [{ type: "text", text: prompt }] }],
+  });
+  let printed = 0;
+  for await (const message of readUIMessageStream({ stream, terminateOnError: true })) {
+    const text = message.parts.filter((p) => p.type === "text").map((p) => p.text).join("");
+    process.stdout.write(text.slice(printed));
+    printed = text.length;
+  }
+  process.stdout.write("\n");
+} catch (err) {
+  exitIfUnreachable(err);
 }
-process.stdout.write("\n");
+
+// No server at `base` (connection refused, unknown host): one line that says what to do.
+function exitIfUnreachable(err) {
+  const causes = (e) => (e ? [e, ...causes(e.cause), ...(e.errors ?? []).flatMap(causes)] : []);
+  if (!causes(err).some((e) => ["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN"].includes(e.code))) throw err;
+  console.error(`Cannot reach ${base}: is \`make dev\` running? Set AI_CHAT_URL to the Worker's address.`);
+  process.exit(1);
+}

@@ -7,6 +7,7 @@ import os
 import sys
 
 from langchain_openai import ChatOpenAI
+from openai import APIConnectionError
 from pydantic import SecretStr
 
 base = os.environ.get("AI_CHAT_URL", "http://127.0.0.1:8787").rstrip("/")
@@ -17,6 +18,11 @@ prompt = sys.argv[1] if len(sys.argv) > 1 else "Say hello in five words."
 llm = ChatOpenAI(
     base_url=f"{base}/v1", api_key=SecretStr("unused"), model=model, max_completion_tokens=256
 )
-for chunk in llm.stream([("user", prompt)]):
-    print(chunk.text, end="", flush=True)
+try:
+    for chunk in llm.stream([("user", prompt)]):
+        print(chunk.text, end="", flush=True)
+except APIConnectionError:
+    sys.exit(
+        f"Cannot reach {base}: is `make dev` running? Set AI_CHAT_URL to the Worker's address."
+    )
 print()

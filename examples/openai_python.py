@@ -6,7 +6,7 @@ AI_CHAT_URL=http://127.0.0.1:8787 python examples/openai_python.py "Hello!"
 import os
 import sys
 
-from openai import OpenAI
+from openai import APIConnectionError, OpenAI
 
 base = os.environ.get("AI_CHAT_URL", "http://127.0.0.1:8787").rstrip("/")
 model = os.environ.get("AI_CHAT_MODEL", "@cf/google/gemma-4-26b-a4b-it")
@@ -14,10 +14,15 @@ prompt = sys.argv[1] if len(sys.argv) > 1 else "Say hello in five words."
 
 # The Worker takes no key; the SDK insists on one, so any string will do.
 client = OpenAI(base_url=f"{base}/v1", api_key="unused")
-stream = client.chat.completions.create(
-    model=model, messages=[{"role": "user", "content": prompt}], stream=True, max_tokens=256
-)
-for chunk in stream:
-    if chunk.choices and chunk.choices[0].delta.content:
-        print(chunk.choices[0].delta.content, end="", flush=True)
+try:
+    stream = client.chat.completions.create(
+        model=model, messages=[{"role": "user", "content": prompt}], stream=True, max_tokens=256
+    )
+    for chunk in stream:
+        if chunk.choices and chunk.choices[0].delta.content:
+            print(chunk.choices[0].delta.content, end="", flush=True)
+except APIConnectionError:
+    sys.exit(
+        f"Cannot reach {base}: is `make dev` running? Set AI_CHAT_URL to the Worker's address."
+    )
 print()

@@ -7,7 +7,7 @@ a streamed answer, printed as it arrives. Stateless: send the whole conversation
 import os
 import sys
 
-from openai import OpenAI
+from openai import APIConnectionError, OpenAI
 
 base = os.environ.get("AI_CHAT_URL", "http://127.0.0.1:8787").rstrip("/")
 model = os.environ.get("AI_CHAT_MODEL", "@cf/google/gemma-4-26b-a4b-it")
@@ -15,8 +15,13 @@ prompt = sys.argv[1] if len(sys.argv) > 1 else "Say hello in five words."
 
 # The Worker takes no key; the SDK insists on one, so any string will do.
 client = OpenAI(base_url=f"{base}/v1", api_key="unused")
-stream = client.responses.create(model=model, input=prompt, stream=True, max_output_tokens=256)
-for event in stream:
-    if event.type == "response.output_text.delta":
-        print(event.delta, end="", flush=True)
+try:
+    stream = client.responses.create(model=model, input=prompt, stream=True, max_output_tokens=256)
+    for event in stream:
+        if event.type == "response.output_text.delta":
+            print(event.delta, end="", flush=True)
+except APIConnectionError:
+    sys.exit(
+        f"Cannot reach {base}: is `make dev` running? Set AI_CHAT_URL to the Worker's address."
+    )
 print()

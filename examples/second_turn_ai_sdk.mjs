@@ -12,8 +12,20 @@ const followUp = process.argv[3] ?? "And of Spain?";
 
 const aiChat = createOpenAICompatible({ name: "ai-chat", baseURL: `${base}/v1` });
 const messages = [{ role: "user", content: prompt }];
-const first = await generateText({ model: aiChat.chatModel(model), messages, maxOutputTokens: 256 });
-console.log(first.text);
-messages.push(...first.response.messages, { role: "user", content: followUp });
-const second = await generateText({ model: aiChat.chatModel(model), messages, maxOutputTokens: 256 });
-console.log(second.text);
+try {
+  const first = await generateText({ model: aiChat.chatModel(model), messages, maxOutputTokens: 256 });
+  console.log(first.text);
+  messages.push(...first.response.messages, { role: "user", content: followUp });
+  const second = await generateText({ model: aiChat.chatModel(model), messages, maxOutputTokens: 256 });
+  console.log(second.text);
+} catch (err) {
+  exitIfUnreachable(err);
+}
+
+// No server at `base` (connection refused, unknown host): one line that says what to do.
+function exitIfUnreachable(err) {
+  const causes = (e) => (e ? [e, ...causes(e.cause), ...(e.errors ?? []).flatMap(causes)] : []);
+  if (!causes(err).some((e) => ["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN"].includes(e.code))) throw err;
+  console.error(`Cannot reach ${base}: is \`make dev\` running? Set AI_CHAT_URL to the Worker's address.`);
+  process.exit(1);
+}

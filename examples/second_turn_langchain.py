@@ -9,6 +9,7 @@ import sys
 
 from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_openai import ChatOpenAI
+from openai import APIConnectionError
 from pydantic import SecretStr
 
 base = os.environ.get("AI_CHAT_URL", "http://127.0.0.1:8787").rstrip("/")
@@ -20,7 +21,12 @@ llm = ChatOpenAI(
     base_url=f"{base}/v1", api_key=SecretStr("unused"), model=model, max_completion_tokens=256
 )
 history: list[BaseMessage] = [HumanMessage(prompt)]
-first = llm.invoke(history)
-print(first.text)
-history += [first, HumanMessage(follow_up)]
-print(llm.invoke(history).text)
+try:
+    first = llm.invoke(history)
+    print(first.text)
+    history += [first, HumanMessage(follow_up)]
+    print(llm.invoke(history).text)
+except APIConnectionError:
+    sys.exit(
+        f"Cannot reach {base}: is `make dev` running? Set AI_CHAT_URL to the Worker's address."
+    )

@@ -11,8 +11,20 @@ const followUp = process.argv[3] ?? "And of Spain?";
 
 const client = new OpenAI({ baseURL: `${base}/v1`, apiKey: "unused" });
 const messages = [{ role: "user", content: prompt }];
-const first = await client.chat.completions.create({ model, messages, max_tokens: 256 });
-console.log(first.choices[0].message.content);
-messages.push(first.choices[0].message, { role: "user", content: followUp });
-const second = await client.chat.completions.create({ model, messages, max_tokens: 256 });
-console.log(second.choices[0].message.content);
+try {
+  const first = await client.chat.completions.create({ model, messages, max_tokens: 256 });
+  console.log(first.choices[0].message.content);
+  messages.push(first.choices[0].message, { role: "user", content: followUp });
+  const second = await client.chat.completions.create({ model, messages, max_tokens: 256 });
+  console.log(second.choices[0].message.content);
+} catch (err) {
+  exitIfUnreachable(err);
+}
+
+// No server at `base` (connection refused, unknown host): one line that says what to do.
+function exitIfUnreachable(err) {
+  const causes = (e) => (e ? [e, ...causes(e.cause), ...(e.errors ?? []).flatMap(causes)] : []);
+  if (!causes(err).some((e) => ["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN"].includes(e.code))) throw err;
+  console.error(`Cannot reach ${base}: is \`make dev\` running? Set AI_CHAT_URL to the Worker's address.`);
+  process.exit(1);
+}

@@ -9,7 +9,7 @@ import os
 import sys
 from typing import Any
 
-from openai import OpenAI
+from openai import APIConnectionError, OpenAI
 
 base = os.environ.get("AI_CHAT_URL", "http://127.0.0.1:8787").rstrip("/")
 model = os.environ.get("AI_CHAT_MODEL", "@cf/openai/gpt-oss-20b")  # a model that reasons first
@@ -18,8 +18,13 @@ follow_up = sys.argv[2] if len(sys.argv) > 2 else "And of Spain?"
 
 client = OpenAI(base_url=f"{base}/v1", api_key="unused")
 messages: list[Any] = [{"role": "user", "content": prompt}]
-first = client.chat.completions.create(model=model, messages=messages, max_tokens=256)
-print(first.choices[0].message.content)
-messages += [first.choices[0].message, {"role": "user", "content": follow_up}]
-second = client.chat.completions.create(model=model, messages=messages, max_tokens=256)
-print(second.choices[0].message.content)
+try:
+    first = client.chat.completions.create(model=model, messages=messages, max_tokens=256)
+    print(first.choices[0].message.content)
+    messages += [first.choices[0].message, {"role": "user", "content": follow_up}]
+    second = client.chat.completions.create(model=model, messages=messages, max_tokens=256)
+    print(second.choices[0].message.content)
+except APIConnectionError:
+    sys.exit(
+        f"Cannot reach {base}: is `make dev` running? Set AI_CHAT_URL to the Worker's address."
+    )

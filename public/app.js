@@ -10,9 +10,10 @@ import {
 import { DURABLE_KEY, chatFromServer, historyAfter, loadDurable, needsFork, saveDurable } from "./durable-chats.js";
 import {
   CONTINUE_PROMPT, DEFAULT_LIMITS, IMAGE_DATA_URL, IMAGE_TYPES, capabilitiesFrom, chatTitle, chatToJSON, chatToMarkdown,
-  checkImages, countChars, currentChat, deleteChat, describeError, editMessage, fitConversation, imageBytes, limitsFrom,
-  loadState, newId, reasoningFrom, regenerateFrom, renameChat, restoreChat, saveState, searchChats, selectChat,
-  sendableMessages, settingsBody, startChat, switchVersion, thoughtFor, touchChat, usageLine, versionOf,
+  checkImages, cleanSettings, countChars, currentChat, deleteChat, describeError, editMessage, fitConversation,
+  imageBytes, limitsFrom, loadDefaults, loadState, modelLabels, newId, reasoningFrom, regenerateFrom, renameChat,
+  restoreChat, saveDefaults, saveState, searchChats, selectChat, sendableMessages, settingsBody, startChat,
+  switchVersion, thoughtFor, touchChat, usageLine, versionOf,
 } from "./chat-core.js";
 import { StreamingMarkdown, renderMarkdown } from "./markdown.js";
 
@@ -22,7 +23,7 @@ const modelSelect = $("model"), chatList = $("chat-list"), layout = $("layout"),
 const announcer = $("announcer"), composerError = $("composer-error"), editing = $("editing");
 const attach = $("attach"), fileInput = $("file"), attachments = $("attachments"), attachNote = $("attach-note");
 const storageNote = $("storage-note"), jump = $("jump"), search = $("search"), toast = $("toast");
-const settings = $("settings");
+const settings = $("settings"), shortcuts = $("shortcuts"), offBanner = $("off-banner"), scrim = $("scrim");
 
 const EMPTY_TEXT = "Ask anything. Answers stream in as they are written.";
 const state = loadState(localStorage);
@@ -35,6 +36,16 @@ let durable = false;       // the chats are durable conversations (GET /api/v1/m
 let editingId = null;
 let pending = [];          // images attached to the message being written: { name, type, bytes, url }
 let undo = null;           // { chat, index, timer }
+let defaults = loadDefaults(localStorage);   // the settings new chats start with
+let ready = false;         // GET /api/v1/models has answered (or failed): until then an answer waits (waitForModels)
+let markReady;
+const modelsReady = new Promise((resolve) => { markReady = () => { if (!ready) { ready = true; drawImageControls(); resolve(); } }; });
+const early = new Set();   // chats written in before it answered: kept when the chats turn out durable
+let off = false;           // the service's kill switch is on (503 ai_unavailable): the composer is closed
+const phone = matchMedia("(max-width: 760px)");
+const PROMPT_TEXT = prompt.placeholder;
+/** A new chat (or the empty current one), with the settings new chats start with. */
+const begin = () => startChat(state, Date.now(), defaults);
 
 const el = (tag, props = {}, ...children) => {
   const node = document.createElement(tag);
@@ -144,13 +155,21 @@ function startRename(chat, li) {
 }
 
 function closeMenuOnPhone() {
-  if (matchMedia("(max-width: 760px)").matches) setMenu(false);
+  if (phone.matches) setMenu(false);
 }
 
 function setMenu(open) {
   layout.classList.toggle("chats-hidden", !open);
   menu.setAttribute("aria-expanded", String(open));
 }
+
+/** On a phone the chat list is a drawer over the dimmed conversation: a tap outside it, or Escape, closes it. */
+const drawerOpen = () => phone.matches && menu.getAttribute("aria-expanded") === "true";
+function closeDrawer() {
+  setMenu(false);
+  menu.focus();
+}
+scrim.addEventListener("click", closeDrawer);
 
 function switchTo(id) {
   if (inFlight) inFlight.controller.abort();
@@ -210,7 +229,7 @@ function hideToast() { clearTimeout(undo?.timer); undo = null; toast.hidden = tr
 
 function newChat() {
   if (inFlight) inFlight.controller.abort();
-  startChat(state).model = modelSelect.value;
+  begin().model = modelSelect.value;
   save();
   cancelEdit();
   drawChat();
@@ -225,6 +244,7 @@ function drawChat() {
   if (!chat || chat.messages.length === 0) log.append(el("p", { class: "empty", id: "empty" }, EMPTY_TEXT));
   else for (const m of chat.messages) log.append(messageView(chat, m));
   if (chat?.model && [...modelSelect.options].some((o) => o.value === chat.model)) modelSelect.value = chat.model;
+  modelSelect.title = currentModel();
   drawChatList();
   drawImageControls();
   log.scrollTop = log.scrollHeight;
@@ -373,12 +393,29 @@ function cancelEdit() {
   drawAttachments();
 }
 
-// ---- images -------------------------------------------------------------------------------
-const modelName = (id) => String(id).split("/").pop();
+// ---- the model picker ------------------------------------------------------------------
+// Short names (chat-core.js modelLabel), with what a model does beside it where there is room;
+// the full id in each option's tooltip and the picker's.
+let labels = new Map(), tags = {};
+const modelName = (id) => labels.get(id) ?? String(id).split("/").pop();
 const currentModel = () => modelSelect.value || defaultModel;
 
+function drawModels() {
+  for (const option of modelSelect.options) {
+    if (!option.value) continue;
+    const said = tags[option.value] ?? [];
+    option.textContent = said.length && !phone.matches ? `${modelName(option.value)} (${said.join(", ")})` : modelName(option.value);
+    option.title = said.length ? `${option.value} (${said.join(", ")})` : option.value;
+  }
+  modelSelect.title = currentModel();
+}
+phone.addEventListener("change", drawModels);
+
+// ---- images -------------------------------------------------------------------------------
 /** Why the composer takes no image now, or null when it does. */
 function noImagesBecause() {
+  if (off) return "The chat is turned off for now.";
+  if (!ready) return "The list of models is still loading: try again in a moment.";
   if (capabilities === null || limits.maxImages === 0) return "This chat service does not take images.";
   if (!capabilities[currentModel()]?.vision) return `${modelName(currentModel())} reads text only: choose a model that reads images to attach one.`;
   return null;
@@ -401,8 +438,8 @@ function drawAttachments() {
       drawAttachments();
       (attachments.querySelector(".remove") ?? prompt).focus();
     });
-    const img = IMAGE_DATA_URL.test(image.url) ? el("img", { src: image.url, alt: image.name, class: "thumb" }) : el("span", {}, image.name);
-    attachments.append(el("li", {}, img, remove));
+    const img = IMAGE_DATA_URL.test(image.url) ? el("img", { src: image.url, alt: image.name, class: "thumb" }) : el("span", { class: "name" }, image.name);
+    attachments.append(el("li", { title: image.name }, img, remove));
   });
 }
 
@@ -454,7 +491,7 @@ form.addEventListener("drop", (event) => {
 // ---- sending ------------------------------------------------------------------------------
 function setBusy(busy) {
   send.hidden = busy;
-  send.disabled = busy;
+  send.disabled = busy || off;
   stop.hidden = !busy;
   stop.disabled = !busy;
   log.setAttribute("aria-busy", String(busy));
@@ -486,6 +523,7 @@ function streamingView(answer) {
 }
 
 async function ask(chat, { versions = {}, continuing = null } = {}) {
+  if (!ready && !(await waitForModels(chat, continuing))) return;
   const body = {};
   if (modelSelect.value) body.model = modelSelect.value;
   Object.assign(body, settingsBody(chat, limits));
@@ -525,6 +563,7 @@ async function ask(chat, { versions = {}, continuing = null } = {}) {
   const result = await followAnswer(chat, answer, div, textBox, continuing, (signal, callbacks) => (durable
     ? durableTurn(chat, fit.messages, body, signal, callbacks)
     : streamChat({ messages: fit.messages, ...body }, { signal, ...callbacks })));
+  if (result.error?.code === "ai_unavailable") setOff(true);
   if (result.error) {
     const said = describeError(answer.error, limits);
     const question = chat.messages.findLast((m) => m.role === "user");
@@ -535,6 +574,32 @@ async function ask(chat, { versions = {}, continuing = null } = {}) {
     if (said.shrink) chat.budgetBytes = Math.floor(new TextEncoder().encode(JSON.stringify({ messages: fit.messages, ...body })).length * 0.6);
   }
   endAnswer(chat, div, answer);
+}
+
+/**
+ * An answer asked for before GET /api/v1/models answered (a slow network) waits for it, drawn
+ * as an answer about to be written: it then goes the way later ones go (the chosen model, the
+ * limits, a durable conversation when the service keeps them). Stop, or leaving the chat,
+ * cancels the wait. Resolves true when the answer may go ahead.
+ */
+async function waitForModels(chat, continuing) {
+  const controller = new AbortController();
+  inFlight = { controller, chatId: chat.id, stopping: false };
+  setBusy(true);
+  const { div } = streamingView({ id: "" });
+  if (!continuing) {
+    $("empty")?.remove();
+    log.append(div);
+    log.scrollTop = log.scrollHeight;
+  }
+  const go = await new Promise((resolve) => {
+    modelsReady.then(() => resolve(true));
+    controller.signal.addEventListener("abort", () => resolve(false), { once: true });
+  });
+  div.remove();
+  inFlight = null;
+  setBusy(false);
+  return go && state.chats.includes(chat);
 }
 
 /**
@@ -693,7 +758,7 @@ async function loadConversation(chat) {
   if (got === null) {
     const wasCurrent = chat.id === state.currentId;
     deleteChat(state, chat.id);
-    if (wasCurrent && !currentChat(state)) startChat(state).model = modelSelect.value;
+    if (wasCurrent && !currentChat(state)) begin().model = modelSelect.value;
     save();
     if (wasCurrent) drawChat(); else drawChatList();
     return;
@@ -727,10 +792,20 @@ async function useConversations() {
   durable = true;
   layout.dataset.chats = "server";   // for whoever looks (tests): the chats live on the server
   const saved = loadDurable(localStorage);
-  state.chats = saved.chats.map((entry) => chatFromServer(entry, null));
-  state.currentId = state.chats.find((c) => c.conversation === saved.currentId)?.id ?? null;
-  if (!currentChat(state)) startChat(state).model = modelSelect.value;
-  drawChat();
+  // Chats written in before the model list came stay, first, the open one open; their next
+  // message starts their conversation. They leave the browser-only list they were saved in.
+  const kept = state.chats.filter((c) => early.has(c) && c.messages.length > 0);
+  const keepOpen = kept.some((c) => c.id === state.currentId);
+  if (kept.length) {
+    const local = loadState(localStorage);
+    local.chats = local.chats.filter((c) => !kept.some((k) => k.id === c.id));
+    saveState(localStorage, local);
+  }
+  state.chats = [...kept, ...saved.chats.map((entry) => chatFromServer(entry, null))];
+  if (!keepOpen) state.currentId = state.chats.find((c) => c.conversation === saved.currentId)?.id ?? null;
+  if (!currentChat(state)) begin().model = modelSelect.value;
+  if (keepOpen) drawChatList(); else drawChat();
+  markReady();   // an answer that waited goes on now, into a conversation; the chats load meanwhile
   const current = currentChat(state);
   const rest = state.chats.filter((c) => c !== current && c.conversation);
   await Promise.all([current, ...rest].filter((c) => c.conversation).map(loadConversation));
@@ -773,7 +848,7 @@ async function endAnswer(chat, div, answer) {
 form.addEventListener("submit", (event) => {
   event.preventDefault();
   const content = prompt.value;
-  if ((!content.trim() && pending.length === 0) || inFlight) return;
+  if ((!content.trim() && pending.length === 0) || inFlight || off) return;
   const chars = countChars(content);
   if (chars > limits.maxMessageChars) {
     showComposerError(`This message is ${chars.toLocaleString("en-US")} characters; the service takes at most ${limits.maxMessageChars.toLocaleString("en-US")}. Shorten it to send it.`);
@@ -790,7 +865,8 @@ form.addEventListener("submit", (event) => {
   }
   showComposerError("");
   const images = pending.map((i) => ({ ...i }));
-  let chat = currentChat(state) ?? startChat(state);
+  let chat = currentChat(state) ?? begin();
+  if (!ready) early.add(chat);
   if (editingId !== null) {
     editMessage(chat, editingId, content, images);
     editingId = null;
@@ -820,43 +896,107 @@ prompt.addEventListener("keydown", (event) => {
   }
 });
 
+// Keyboard shortcuts (the list: index.html #shortcuts). Ctrl or ⌘ alike.
+const MAC = /Mac|iPhone|iPad/.test(navigator.platform);
+if (MAC) {
+  for (const kbd of shortcuts.querySelectorAll("kbd[data-mod]")) kbd.textContent = "⌘";
+  $("clear").title = "New chat (⌘+Shift+O)";
+  $("clear").setAttribute("aria-keyshortcuts", "Meta+Shift+O");
+  $("shortcuts-open").setAttribute("aria-keyshortcuts", "Meta+/");
+}
+function openShortcuts() {
+  if (settings.open || shortcuts.open) return;
+  shortcuts.showModal();
+}
 document.addEventListener("keydown", (event) => {
-  if (event.key !== "Escape" || settings.open) return;
-  if (inFlight) { event.preventDefault(); stopAnswer(); }
+  const mod = event.ctrlKey || event.metaKey;
+  if (mod && event.shiftKey && event.key.toLowerCase() === "o") {
+    event.preventDefault();
+    if (!settings.open && !shortcuts.open) newChat();
+    return;
+  }
+  if (mod && event.key === "/") { event.preventDefault(); openShortcuts(); return; }
+  if (event.key !== "Escape" || settings.open || shortcuts.open) return;
+  if (drawerOpen()) { event.preventDefault(); closeDrawer(); }
+  else if (inFlight) { event.preventDefault(); stopAnswer(); }
   else if (editingId !== null) cancelEdit();
 });
+$("shortcuts-open").addEventListener("click", openShortcuts);
 
-// ---- settings, per chat ------------------------------------------------------------------
-const system = $("system"), temperature = $("temperature"), maxTokens = $("max-tokens");
-function openSettings() {
-  const chat = currentChat(state) ?? startChat(state);
-  const s = chat.settings ?? {};
-  system.value = s.system ?? "";
-  temperature.value = s.temperature ?? "";
-  maxTokens.value = s.maxTokens ?? "";
-  if (limits.maxTokensLimit) maxTokens.max = String(limits.maxTokensLimit); else maxTokens.removeAttribute("max");
-  $("max-tokens-hint").textContent = limits.maxTokensLimit
+// ---- settings: this chat's, and the ones new chats start with -------------------------------
+// Two panels of the same three fields: "This chat" (#system, ...) and "New chats" (#default-system, ...).
+const fieldsOf = (prefix) => ({ system: $(`${prefix}system`), temperature: $(`${prefix}temperature`), maxTokens: $(`${prefix}max-tokens`) });
+const chatFields = fieldsOf(""), newFields = fieldsOf("default-");
+const tabs = [$("tab-chat"), $("tab-new")];
+let openedWith = "";   // "This chat" as the dialog opened: untouched, an empty chat takes new defaults
+
+function fillFields(fields, s) {
+  fields.system.value = s?.system ?? "";
+  fields.temperature.value = s?.temperature ?? "";
+  fields.maxTokens.value = s?.maxTokens ?? "";
+  if (limits.maxTokensLimit) fields.maxTokens.max = String(limits.maxTokensLimit); else fields.maxTokens.removeAttribute("max");
+  $(fields.maxTokens.getAttribute("aria-describedby")).textContent = limits.maxTokensLimit
     ? `Up to ${limits.maxTokensLimit.toLocaleString("en-US")}; empty: the service's default${limits.defaultMaxTokens ? ` (${limits.defaultMaxTokens.toLocaleString("en-US")})` : ""}.`
     : "Empty: the service's default.";
+}
+
+/** { settings } from a panel's fields, or { error } in words. */
+function readFields(fields) {
+  const t = fields.temperature.value === "" ? null : Number(fields.temperature.value);
+  const m = fields.maxTokens.value === "" ? null : Number(fields.maxTokens.value);
+  const error = t !== null && !(t >= 0 && t <= 5) ? "Temperature goes from 0 to 5."
+    : m !== null && !(Number.isInteger(m) && m >= 1 && (!limits.maxTokensLimit || m <= limits.maxTokensLimit))
+      ? `Max tokens is a whole number from 1${limits.maxTokensLimit ? ` to ${limits.maxTokensLimit.toLocaleString("en-US")}` : ""}.` : "";
+  return error ? { error } : { settings: { system: fields.system.value, temperature: t, maxTokens: m } };
+}
+
+function showTab(tab, focus = false) {
+  for (const t of tabs) {
+    const on = t === tab;
+    t.setAttribute("aria-selected", String(on));
+    t.tabIndex = on ? 0 : -1;
+    $(t.getAttribute("aria-controls")).hidden = !on;
+  }
+  if (focus) tab.focus();
+}
+for (const tab of tabs) {
+  tab.addEventListener("click", () => showTab(tab));
+  tab.addEventListener("keydown", (event) => {
+    const at = tabs.indexOf(tab);
+    const to = { ArrowRight: at + 1, ArrowLeft: at - 1, Home: 0, End: tabs.length - 1 }[event.key];
+    if (to === undefined) return;
+    event.preventDefault();
+    showTab(tabs[(to + tabs.length) % tabs.length], true);
+  });
+}
+
+function openSettings() {
+  const chat = currentChat(state) ?? begin();
+  fillFields(chatFields, chat.settings);
+  fillFields(newFields, defaults);
+  openedWith = JSON.stringify(readFields(chatFields));
+  showTab(tabs[0]);
   $("settings-error").hidden = true;
   settings.showModal();
 }
 
 $("settings-form").addEventListener("submit", (event) => {
   if (event.submitter?.value !== "save") return;
-  const t = temperature.value === "" ? null : Number(temperature.value);
-  const m = maxTokens.value === "" ? null : Number(maxTokens.value);
-  const error = t !== null && !(t >= 0 && t <= 5) ? "Temperature goes from 0 to 5."
-    : m !== null && !(Number.isInteger(m) && m >= 1 && (!limits.maxTokensLimit || m <= limits.maxTokensLimit))
-      ? `Max tokens is a whole number from 1${limits.maxTokensLimit ? ` to ${limits.maxTokensLimit.toLocaleString("en-US")}` : ""}.` : "";
-  if (error) {
+  const mine = readFields(chatFields), fresh = readFields(newFields);
+  const failed = mine.error ? [tabs[0], mine.error] : fresh.error ? [tabs[1], `New chats: ${fresh.error}`] : null;
+  if (failed) {
     event.preventDefault();
-    $("settings-error").textContent = error;
+    showTab(failed[0]);
+    $("settings-error").textContent = failed[1];
     $("settings-error").hidden = false;
     return;
   }
-  const chat = currentChat(state) ?? startChat(state);
-  chat.settings = { system: system.value, temperature: t, maxTokens: m };
+  const chat = currentChat(state) ?? begin();
+  const changed = JSON.stringify(cleanSettings(fresh.settings)) !== JSON.stringify(defaults);
+  defaults = cleanSettings(fresh.settings);
+  if (changed) saveDefaults(localStorage, defaults);
+  // A chat not yet begun, whose own settings were left alone, is one of the new chats.
+  chat.settings = changed && chat.messages.length === 0 && JSON.stringify(mine) === openedWith ? { ...defaults } : mine.settings;
   save();
   drawChatList();
 });
@@ -877,13 +1017,30 @@ stop.addEventListener("click", stopAnswer);
 $("clear").addEventListener("click", newChat);
 $("settings-open").addEventListener("click", openSettings);
 $("cancel-edit").addEventListener("click", () => { cancelEdit(); prompt.focus(); });
-menu.addEventListener("click", () => setMenu(menu.getAttribute("aria-expanded") !== "true"));
+menu.addEventListener("click", () => {
+  const open = menu.getAttribute("aria-expanded") !== "true";
+  setMenu(open);
+  if (open && phone.matches) search.focus();
+});
 search.addEventListener("input", drawChatList);
 modelSelect.addEventListener("change", () => {
   const chat = currentChat(state);
   if (chat) { chat.model = modelSelect.value; save(); }
+  modelSelect.title = currentModel();
   drawImageControls();
 });
+
+// The theme: theme.js applies and keeps the choice; the radios show it.
+const themeRadios = [...document.querySelectorAll('input[name="theme"]')];
+const drawTheme = () => { for (const r of themeRadios) r.checked = r.value === document.documentElement.dataset.themeChoice; };
+for (const radio of themeRadios) {
+  radio.addEventListener("change", () => {
+    document.dispatchEvent(new CustomEvent("ai-chat:theme", { detail: radio.value }));
+    announce(`Theme: ${radio.value === "system" ? "as the device" : radio.value}.`);
+  });
+}
+addEventListener("storage", (event) => { if (event.key === "ai-chat:theme") drawTheme(); });
+drawTheme();
 
 // Copy buttons on code blocks: one listener for every answer, drawn now or later.
 log.addEventListener("click", (event) => {
@@ -906,36 +1063,78 @@ addEventListener("pagehide", () => {
   }
 });
 
+/**
+ * GET /api/v1/models: the models, the limits, what each model takes, whether chats are durable
+ * conversations, and whether the chat is on at all (503 ai_unavailable: the kill switch).
+ */
 async function loadModels() {
+  let response, json;
   try {
-    const response = await fetch("/api/v1/models");
-    if (!response.ok) return;
-    const json = await response.json();
-    limits = limitsFrom(json);
-    reasoning = reasoningFrom(json);
-    capabilities = capabilitiesFrom(json);
-    const { models, default: fallback } = json;
-    if (!Array.isArray(models)) return;
-    defaultModel = typeof fallback === "string" ? fallback : "";
-    modelSelect.replaceChildren(...models.map((id) => {
-      const tags = [reasoning.includes(id) && "thinks", capabilities?.[id]?.vision && "images"].filter(Boolean);
-      return el("option", { value: id, title: id, selected: id === fallback }, tags.length ? `${modelName(id)} (${tags.join(", ")})` : modelName(id));
-    }));
-    const chat = currentChat(state);
-    if (chat?.model && models.includes(chat.model)) modelSelect.value = chat.model;
-    if (json.conversations === true) await useConversations();
-  } catch { /* the default model and limits still work */ } finally {
-    drawImageControls();
+    response = await fetch("/api/v1/models", { cache: "no-store" });
+    json = await response.json().catch(() => null);
+  } catch { return; }   // unreachable now: the default model and limits still work
+  if (response.status === 503 && json?.error === "ai_unavailable") { setOff(true); return; }
+  if (!response.ok || !json || !Array.isArray(json.models)) return;
+  setOff(false);
+  limits = limitsFrom(json);
+  reasoning = reasoningFrom(json);
+  capabilities = capabilitiesFrom(json);
+  const { models, default: fallback } = json;
+  defaultModel = typeof fallback === "string" ? fallback : "";
+  labels = modelLabels(models);
+  tags = Object.fromEntries(models.map((id) => [id, [reasoning.includes(id) && "thinks", capabilities?.[id]?.vision && "images"].filter(Boolean)]));
+  const chosen = modelSelect.value;
+  modelSelect.replaceChildren(...models.map((id) => el("option", { value: id, selected: id === fallback })));
+  const chat = currentChat(state);
+  const want = chat?.model || chosen;
+  if (want && models.includes(want)) modelSelect.value = want;
+  drawModels();
+  if (json.conversations === true && !durable) await useConversations();
+}
+
+// ---- the kill switch: shown as the page loads, gone by itself when the service is back -------
+const OFF_CHECK_MS = 20000;   // while it is off, the model list is asked again this often (and on focus)
+let offTimer = 0, offChecking = false, offCheckedAt = 0;
+
+function setOff(value) {
+  if (off === value) return;
+  off = value;
+  offBanner.hidden = !off;
+  prompt.disabled = off;
+  prompt.placeholder = off ? "The chat is turned off for now" : PROMPT_TEXT;
+  send.disabled = off || inFlight !== null;
+  drawImageControls();
+  clearTimeout(offTimer);
+  if (off) {
+    offTimer = setTimeout(checkIfBack, OFF_CHECK_MS);
+    announce("The chat is turned off for now. This page opens again by itself when it is back.");
+  } else {
+    announce("The chat is back on.");
+    if (document.activeElement === document.body) prompt.focus();
   }
 }
+
+async function checkIfBack() {
+  if (!off || offChecking || Date.now() - offCheckedAt < 2000) return;
+  clearTimeout(offTimer);
+  offChecking = true;
+  offCheckedAt = Date.now();
+  try { await loadModels(); } finally {
+    offChecking = false;
+    if (off) offTimer = setTimeout(checkIfBack, OFF_CHECK_MS);
+  }
+}
+addEventListener("focus", checkIfBack);
+addEventListener("online", checkIfBack);
+document.addEventListener("visibilitychange", () => { if (!document.hidden) checkIfBack(); });
 
 // The renderer's first run compiles marked's and DOMPurify's code and expressions: done while
 // the page is idle, not in the first frames of the first answer.
 const WARM = "# a\n\n*b* **c** `d` [e](https://example.com) ~~f~~\n\n- g\n1. h\n\n> i\n\n| j | k |\n|:-|-:|\n| l | m |\n\n```js\nconst n = 1;\n```\n";
 (self.requestIdleCallback ?? setTimeout)(() => renderMarkdown(WARM));
 
-setMenu(!matchMedia("(max-width: 760px)").matches);
-if (!currentChat(state)) startChat(state);
+setMenu(!phone.matches);
+if (!currentChat(state)) begin();
 drawChat();
-loadModels();
+loadModels().finally(markReady);
 prompt.focus();

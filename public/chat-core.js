@@ -360,11 +360,15 @@ export function currentChat(state) {
   return state.chats.find((c) => c.id === state.currentId) ?? null;
 }
 
-/** A new empty chat, first in the list and current. An empty current chat is reused. */
-export function startChat(state, now = Date.now()) {
+/**
+ * A new empty chat, first in the list and current, with a copy of `defaults` (the settings new
+ * chats start with) when any is set. An empty current chat is reused as it is.
+ */
+export function startChat(state, now = Date.now(), defaults = null) {
   const current = currentChat(state);
   if (current && current.messages.length === 0) return current;
   const chat = { id: newId(now), title: "", createdAt: now, updatedAt: now, model: "", messages: [] };
+  if (defaults && hasSettings(defaults)) chat.settings = { ...defaults };
   state.chats.unshift(chat);
   state.currentId = chat.id;
   return chat;
@@ -421,6 +425,71 @@ export function sendableMessages(chat, { images = false, reasoning = false } = {
 
 /** What the model is asked after an answer that reached its length limit. */
 export const CONTINUE_PROMPT = "Continue exactly where your last answer stopped, without repeating anything.";
+
+// ---- Settings new chats start with -----------------------------------------------------
+export const DEFAULTS_KEY = "ai-chat:defaults:v1";
+
+/** Settings as the page keeps them: { system: string, temperature: 0-5 | null, maxTokens: int >= 1 | null }. */
+export function cleanSettings(value) {
+  const v = value && typeof value === "object" ? value : {};
+  const t = v.temperature, m = v.maxTokens;
+  return {
+    system: typeof v.system === "string" ? v.system : "",
+    temperature: typeof t === "number" && t >= 0 && t <= 5 ? t : null,
+    maxTokens: Number.isInteger(m) && m > 0 ? m : null,
+  };
+}
+
+/** Whether any of the settings is set (an empty system prompt is none). */
+export function hasSettings(settings) {
+  return Boolean(settings.system?.trim()) || settings.temperature != null || settings.maxTokens != null;
+}
+
+/** The settings new chats start with, as saved in this browser (none set when nothing is). */
+export function loadDefaults(storage) {
+  try { return cleanSettings(JSON.parse(storage.getItem(DEFAULTS_KEY) ?? "null")); } catch { return cleanSettings(null); }
+}
+
+/** Saves them; false when the browser's storage refused (they then last for this visit). */
+export function saveDefaults(storage, defaults) {
+  try { storage.setItem(DEFAULTS_KEY, JSON.stringify(cleanSettings(defaults))); return true; } catch { return false; }
+}
+
+// ---- Model names ---------------------------------------------------------------------------
+// Parts of a model id that say how it was trained or packed, not which model it is.
+const NOISE = /^(instruct|it|chat|hf|awq|gguf|fp8|fp16|bf16|int4|int8|a\d+(\.\d+)?b)$/i;
+
+/**
+ * A short name for a Workers AI model id, to fit the model picker (the id goes in its tooltip):
+ * "@cf/google/gemma-4-26b-a4b-it" is "Gemma 4 26B", "@cf/meta/llama-3.1-8b-instruct-fast"
+ * "Llama 3.1 8B fast", "@cf/openai/gpt-oss-20b" "gpt-oss 20B", "@cf/zai-org/glm-4.7-flash"
+ * "GLM 4.7 flash". Words stay joined as the id joins them; numbers and sizes stand apart.
+ */
+export function modelLabel(id) {
+  const parts = String(id).split("/").pop().split("-").filter(Boolean);
+  const kept = parts.filter((p, i) => i === 0 || !NOISE.test(p));
+  const groups = [];
+  for (const part of kept) {
+    const word = /^[a-z]+$/i.test(part);
+    const last = groups.at(-1);
+    if (word && last?.word) last.text += `-${part}`;
+    else groups.push({ word, text: /^\d+(\.\d+)?[bm]$/i.test(part) ? part.toUpperCase() : part });
+  }
+  if (groups.length === 0) return String(id);
+  const first = groups[0].text;
+  if (/^[a-z]{1,3}$/.test(first)) groups[0].text = first.toUpperCase();
+  else if (/^[a-z]{4,}$/.test(first)) groups[0].text = first[0].toUpperCase() + first.slice(1);
+  return groups.map((g) => g.text).join(" ");
+}
+
+/** Short names for a list of ids: where two would read the same, both keep their ids' last part. */
+export function modelLabels(ids) {
+  const labels = new Map(ids.map((id) => [id, modelLabel(id)]));
+  const count = new Map();
+  for (const label of labels.values()) count.set(label, (count.get(label) ?? 0) + 1);
+  for (const [id, label] of labels) if (count.get(label) > 1) labels.set(id, String(id).split("/").pop());
+  return labels;
+}
 
 /** The body fields a chat's settings add: { temperature, max_tokens } when set and in range. */
 export function settingsBody(chat, limits) {

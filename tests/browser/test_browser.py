@@ -6,8 +6,10 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from conftest import ARTIFACTS, BROWSER_MARKS, Runtime, assert_stopped
+from conftest import Runtime, assert_stopped
 from playwright.sync_api import Browser, Page, expect
+
+from browser.conftest import ARTIFACTS, BROWSER_MARKS
 
 pytestmark = BROWSER_MARKS
 

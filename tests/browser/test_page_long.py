@@ -17,9 +17,11 @@ import time
 from typing import Any
 
 import pytest
-from conftest import BROWSER_MARKS, Runtime
+from conftest import Runtime
 from playwright.sync_api import Browser, Page, expect
-from test_page_browser import Opened, answered, open_page, opened, runtime, send, shot  # noqa: F401 (fixtures)
+
+from browser.conftest import BROWSER_MARKS
+from browser.test_page_browser import Opened, answered, open_page, opened, runtime, send, shot  # noqa: F401 (fixtures)
 
 pytestmark = BROWSER_MARKS
 

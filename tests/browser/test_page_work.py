@@ -10,9 +10,11 @@ import re
 from typing import Any
 
 import pytest
-from conftest import BROWSER_MARKS, Runtime
+from conftest import Runtime
 from playwright.sync_api import Browser, Page, expect
-from test_page_browser import (  # noqa: F401 (fixtures)
+
+from browser.conftest import BROWSER_MARKS
+from browser.test_page_browser import (  # noqa: F401 (fixtures)
     Opened,
     answered,
     axe_violations,
@@ -263,7 +265,7 @@ def test_the_announcement_reads_words_not_markdown_and_copy_is_announced(
     said = next(t for t in page.evaluate("window.__announced") if t.startswith("Answer: "))
     assert (
         said
-        == "Answer: You said: intro\nTitle\nleft middle right\na b c\nprint(len([1, 2]))\nDone.. This answer comes from the built-in offline model, one token at a time, in turn 1."
+        == "Answer: You said: intro\nTitle\nleft middle right\na b c\nprint(len([1, 2]))\nDone. This answer comes from the built-in offline model, one token at a time, in turn 1."
     ), said
     # Column alignment from the delimiter row.
     cells = page.locator(".msg.assistant table tr").last.locator("td")

@@ -11,11 +11,13 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import BROWSER_MARKS, Runtime, assert_stopped, expected_tokens
+from conftest import Runtime, assert_stopped, expected_tokens
 from playwright.sync_api import Browser, BrowserContext, Page, expect
-from test_page_browser import MARKDOWN, axe_violations, send, shot
-from test_page_images import PNG_URL, attach_png, models, vision_model
-from test_page_work import CONTINUE_PROMPT, settings
+
+from browser.conftest import BROWSER_MARKS
+from browser.test_page_browser import MARKDOWN, axe_violations, send, shot
+from browser.test_page_images import PNG_URL, attach_png, models, vision_model
+from browser.test_page_work import CONTINUE_PROMPT, settings
 
 pytestmark = BROWSER_MARKS
 KEY = "ai-chat:conversations:v1"

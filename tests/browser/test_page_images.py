@@ -6,13 +6,16 @@ what the Worker under test announces: nothing here stands in for the server."""
 from __future__ import annotations
 
 import base64
+import json
 from typing import Any
 
 import httpx
 import pytest
-from conftest import BROWSER_MARKS, Runtime
+from conftest import Runtime
 from playwright.sync_api import FilePayload, Page, expect
-from test_page_browser import (  # noqa: F401 (fixtures)
+
+from browser.conftest import BROWSER_MARKS
+from browser.test_page_browser import (  # noqa: F401 (fixtures)
     Opened,
     answered,
     axe_violations,
@@ -159,7 +162,10 @@ def test_too_big_an_image_and_a_text_only_model_are_refused_in_words(
     page.select_option("#model", text_only)
     attach = page.get_by_role("button", name="Attach image")
     expect(attach).to_have_attribute("aria-disabled", "true")
-    reason = f"{text_only.split('/')[-1]} reads text only: choose a model that reads images to attach one."
+    name = page.evaluate(
+        f"import('/chat-core.js').then((m) => m.modelLabel({json.dumps(text_only)}))"
+    )
+    reason = f"{name} reads text only: choose a model that reads images to attach one."
     expect(page.locator("#attach-note")).to_have_text(reason)
     attach.focus()
     page.keyboard.press("Enter")

@@ -11,8 +11,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from conftest import ARTIFACTS, BROWSER_MARKS, ROOT, Runtime
+from conftest import ROOT, Runtime
 from playwright.sync_api import Browser, Page, Route, expect
+
+from browser.conftest import ARTIFACTS, BROWSER_MARKS
 
 AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
 
