@@ -253,3 +253,45 @@ test("edit-and-resend and regenerate cut the chat at the right place", () => {
   assert.deepEqual(regenerateFrom(retried, "4"), {}, "a failed answer with no text is not kept as a version");
   assert.deepEqual(retried.messages.map((m) => [m.id, m.rejected]), [["1", undefined], ["2", undefined], ["3", undefined]]);
 });
+
+test("model ids get short names that fit the picker; two that would read the same keep their ids", async () => {
+  const { modelLabel, modelLabels } = await import("../../public/chat-core.js");
+  const cases = {
+    "@cf/google/gemma-4-26b-a4b-it": "Gemma 4 26B",
+    "@cf/meta/llama-3.1-8b-instruct-fast": "Llama 3.1 8B fast",
+    "@cf/openai/gpt-oss-20b": "gpt-oss 20B",
+    "@cf/zai-org/glm-4.7-flash": "GLM 4.7 flash",
+    "@cf/moonshotai/kimi-k2.6": "Kimi k2.6",
+    "@cf/mistralai/mistral-small-3.1-24b-instruct": "mistral-small 3.1 24B",
+    "@cf/meta/llama-4-scout-17b-16e-instruct": "Llama 4 scout 17B 16e",
+    "instruct": "Instruct",
+  };
+  for (const [id, label] of Object.entries(cases)) assert.equal(modelLabel(id), label, id);
+  assert.deepEqual([...modelLabels(["@cf/a/foo-7b-it", "@hf/b/foo-7b-instruct", "@cf/google/gemma-4-26b-a4b-it"])], [
+    ["@cf/a/foo-7b-it", "foo-7b-it"], ["@hf/b/foo-7b-instruct", "foo-7b-instruct"], ["@cf/google/gemma-4-26b-a4b-it", "Gemma 4 26B"],
+  ]);
+});
+
+test("settings new chats start with: kept in the browser, copied into each new chat, odd values dropped", async () => {
+  const { DEFAULTS_KEY, loadDefaults, saveDefaults, hasSettings } = await import("../../public/chat-core.js");
+  const store = new Map();
+  const storage = { getItem: (k) => store.get(k) ?? null, setItem: (k, v) => store.set(k, String(v)) };
+  assert.deepEqual(loadDefaults(storage), { system: "", temperature: null, maxTokens: null });
+  assert.equal(saveDefaults(storage, { system: "Be brief.", temperature: 0.2, maxTokens: 300, extra: 1 }), true);
+  assert.deepEqual(JSON.parse(store.get(DEFAULTS_KEY)), { system: "Be brief.", temperature: 0.2, maxTokens: 300 });
+  const defaults = loadDefaults(storage);
+  const state = emptyState();
+  const chat = startChat(state, 1, defaults);
+  assert.deepEqual(chat.settings, defaults);
+  assert.notEqual(chat.settings, defaults, "a copy: changing the defaults later leaves the chat as it is");
+  assert.equal(startChat(state, 2, { system: "other", temperature: null, maxTokens: null }), chat, "an empty current chat is reused as it is");
+  assert.deepEqual(chat.settings.system, "Be brief.");
+  chat.messages.push(u("hi"));
+  assert.equal(startChat(state, 3, { system: " ", temperature: null, maxTokens: null }).settings, undefined, "nothing set: no settings");
+  store.set(DEFAULTS_KEY, JSON.stringify({ system: 3, temperature: 9, maxTokens: 1.5 }));
+  assert.deepEqual(loadDefaults(storage), { system: "", temperature: null, maxTokens: null });
+  store.set(DEFAULTS_KEY, "{not json");
+  assert.deepEqual(loadDefaults(storage), { system: "", temperature: null, maxTokens: null });
+  assert.equal(hasSettings({ system: "", temperature: 0, maxTokens: null }), true, "temperature 0 is a setting");
+  assert.equal(saveDefaults({ setItem: () => { throw new Error("full"); } }, defaults), false);
+});
