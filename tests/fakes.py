@@ -11,7 +11,7 @@ from typing import Any
 
 from host_driver import drain
 
-from streaming.relay import ByteSource, Relay
+from streaming.relay import Relay, Source
 from surface.routing import Context
 from surface.settings import Settings
 from surface.web import WebRequest
@@ -95,7 +95,8 @@ class FakeModel:
         self.sources.append(source)
         return source
 
-    async def drain(self, source: ByteSource, relay: Relay) -> None:
+    async def drain(self, source: Source, relay: Relay) -> None:
+        assert isinstance(source, FakeSource), source
         await drain(source, relay)
 
 

@@ -5,8 +5,15 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncGenerator
+from typing import Protocol
 
-from streaming.relay import ByteSource, Relay
+from streaming.relay import Relay, Source
+
+
+class ByteSource(Source, Protocol):
+    """An upstream body the host reads itself: read() returns None at the end."""
+
+    async def read(self) -> bytes | None: ...
 
 
 async def drain(source: ByteSource, relay: Relay) -> None:

@@ -25,7 +25,7 @@ from doors.conversations.conversation_turn import (
     Reply,
     answer_of,
 )
-from streaming.relay import ByteSource, Failed, OneShot, Relay
+from streaming.relay import Failed, OneShot, Relay, Source
 from surface.errors import ApiError, ClientGone
 from surface.settings import Settings, load
 from workers_ai.service import Opened
@@ -194,7 +194,7 @@ class Wiring:
 
     def pipe(
         self,
-        source: ByteSource,
+        source: Source,
         relay: Relay,
         on_end: Callable[[bool], None],
         out: Callable[[bytes], None],

@@ -14,7 +14,7 @@ from collections import Counter
 from collections.abc import AsyncIterator
 
 import pytest
-from fakes import FakeLimiter, FakeModel, frames
+from fakes import FakeLimiter, FakeModel, FakeSource, frames
 from fuzz import CHAT, COMPLETIONS, bodies, problem
 from host_driver import drive
 
@@ -56,6 +56,7 @@ async def answer(path: str, body: bytes, model: FakeModel) -> tuple[WebResponse,
         source, relay = response.body.source, response.body.relay
         if isinstance(source, OneShot):
             return response, relay_whole(relay, source)
+        assert isinstance(source, FakeSource), source
         return response, b"".join([part async for part in drive(source, relay)])
     assert isinstance(response.body, bytes), response
     return response, response.body

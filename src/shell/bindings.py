@@ -15,7 +15,7 @@ from pyodide.ffi import JsException, to_js
 
 from shell.js_glue import js_bind, js_object
 from shell.jsstream import JsByteSource, RelayPipe
-from streaming.relay import ByteSource, OneShot, Relay, Upstream
+from streaming.relay import OneShot, Relay, Source, Upstream
 from surface import rate_limit
 from surface import settings as config
 from surface.errors import ApiError, ClientGone
@@ -80,7 +80,7 @@ class WorkersAi:
             return JsByteSource(result)
         return OneShot(result=result.to_py() if hasattr(result, "to_py") else result)
 
-    async def drain(self, source: ByteSource, relay: Relay) -> None:
+    async def drain(self, source: Source, relay: Relay) -> None:
         """The same pipe as a streamed answer (JS timers for the idle limit, the client's
         signal to stop it), with no reader: the relay's encoder collects the answer."""
         assert isinstance(source, JsByteSource), source

@@ -30,7 +30,7 @@ from doors.conversations.conversation_turn import Reply
 from shell.bindings import ID_HEADER, WorkersAi
 from shell.js_glue import void_caller
 from shell.jsstream import JsByteSource, RelayPipe
-from streaming.relay import ByteSource, Relay
+from streaming.relay import Relay, Source
 from surface import settings as config
 from surface.errors import ApiError
 from surface.request_log import HASH_KEY_VAR, id_hash, redacted
@@ -168,7 +168,7 @@ class _Wiring:
 
     def pipe(
         self,
-        source: ByteSource,
+        source: Source,
         relay: Relay,
         on_end: Callable[[bool], None],
         out: Callable[[bytes], None],

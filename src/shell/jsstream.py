@@ -1,5 +1,5 @@
-"""The relay in JS streams: a Workers AI stream in, the relay's bytes out (RelayPipe), and the
-same stream read from Python (JsByteSource, for host-style drivers).
+"""The relay in JS streams: a Workers AI stream in, the relay's bytes out (RelayPipe), and
+the handle that cancels the stream before a pipe took it (JsByteSource).
 
 Every proxy made here is destroyed exactly once, whichever way the stream ends: the
 answer completes, fails or times out, the client cancels the body, or the request signal
@@ -34,34 +34,20 @@ WHOLE_WINDOW = 0.25
 
 class JsByteSource:
     """A streamed answer from env.AI.run(). The shell hands the untouched stream to a
-    RelayPipe, for a streamed answer and a collected one alike; read() is the ByteSource
-    protocol's, for host drivers (relay.drive). After cancel() no read reaches the stream again."""
+    RelayPipe, for a streamed answer and a collected one alike; after cancel() nothing reads
+    the stream again."""
 
-    __slots__ = ("_reader", "_stopped", "stream")
+    __slots__ = ("_stopped", "stream")
 
     def __init__(self, stream: js.ReadableStream) -> None:
         self.stream = stream
-        self._reader: Any = None
         self._stopped = False
-
-    async def read(self) -> bytes | None:
-        if self._stopped:
-            return None
-        if self._reader is None:
-            self._reader = self.stream.getReader()
-        result = await self._reader.read()
-        if result.done or self._stopped:
-            self._stopped = True
-            return None
-        return bytes_of(result.value)
 
     def cancel(self) -> None:
         if self._stopped:
             return
         self._stopped = True
-        if self._reader is not None:
-            ignore(self._reader.cancel())
-        elif not self.stream.locked:
+        if not self.stream.locked:
             ignore(self.stream.cancel())
 
 

@@ -20,10 +20,9 @@ from streaming.stop import StopScanner
 from workers_ai.upstream import TEXT, Part, ToolCall, UpstreamDecoder
 
 
-class ByteSource(Protocol):
-    """An upstream body: read() returns None at the end; cancel() stops it for good."""
-
-    async def read(self) -> bytes | None: ...
+class Source(Protocol):
+    """An open upstream body. The shell pipes it into the relay (shell/jsstream.py's RelayPipe);
+    the host tests read it (tests/host_driver.py). cancel() stops it for good."""
 
     def cancel(self) -> None: ...
 
@@ -39,7 +38,7 @@ class OneShot:
         return b"data: %s\n\ndata: [DONE]\n\n" % json.dumps(self.result).encode()
 
 
-Upstream = ByteSource | OneShot
+Upstream = Source | OneShot
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

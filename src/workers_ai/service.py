@@ -11,12 +11,12 @@ from typing import Any, Protocol
 
 from checks.chat_request import well_formed_json
 from streaming.relay import (
-    ByteSource,
     Encoder,
     Failed,
     Finished,
     OneShot,
     Relay,
+    Source,
     Timing,
     Upstream,
     relay_whole,
@@ -71,7 +71,7 @@ class ChatModel(Protocol):
         workerd), so the shell waits with a JS AbortSignal.timeout instead."""
         ...
 
-    async def drain(self, source: ByteSource, relay: Relay) -> None:
+    async def drain(self, source: Source, relay: Relay) -> None:
         """Runs the relay over a streamed answer to its end, for a client that wants it whole:
         the relay's idle limit applies (silence times out, not length), and a client that
         leaves stops the read. The relay's encoder collects; nothing is written anywhere."""

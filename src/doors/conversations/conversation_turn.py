@@ -33,7 +33,7 @@ from doors.conversations.conversation_store import (
     split_events,
     utf8_len,
 )
-from streaming.relay import ByteSource, Failed, Finished, Relay
+from streaming.relay import Failed, Finished, Relay, Source
 from workers_ai.service import Opened
 from workers_ai.think_tags import TEXT, Part
 
@@ -109,7 +109,7 @@ class Wiring(Protocol):
 
     def pipe(
         self,
-        source: ByteSource,
+        source: Source,
         relay: Relay,
         on_end: Callable[[bool], None],
         out: Callable[[bytes], None],
