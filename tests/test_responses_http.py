@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -37,9 +38,15 @@ MESSAGE_CLOSE = [
     "response.content_part.done",
     "response.output_item.done",
 ]
+# A reasoning item's text is both its content (reasoning_text) and its one summary part
+# (issue 34): each delta comes as both.
+REASONING_OPEN = [*MESSAGE_OPEN, "response.reasoning_summary_part.added"]
+REASONING_DELTA = ["response.reasoning_text.delta", "response.reasoning_summary_text.delta"]
 REASONING_CLOSE = [
     "response.reasoning_text.done",
     "response.content_part.done",
+    "response.reasoning_summary_text.done",
+    "response.reasoning_summary_part.done",
     "response.output_item.done",
 ]
 
@@ -97,6 +104,53 @@ def test_reasoning_is_a_reasoning_item_before_the_message(client: openai.OpenAI)
     )
 
 
+def test_reasoning_is_its_summary_too_and_usage_counts_reasoning_and_cached_tokens(
+    client: openai.OpenAI, runtime: Runtime
+) -> None:
+    """Issue 34: the summary the AI SDK and pydantic-ai read, the content the Agents SDK reads,
+    the same text once each; the reasoning and cached token counts in usage, not streamed and
+    streamed; the output sent back as openai-python users send it reaches the model once."""
+    said = f"[[pace:0]] [[think:3]] [[usage:reasoning]] {uuid.uuid4().hex[:8]}"
+    first = client.responses.create(model=GPT_OSS, input=said)
+    reasoning = first.output[0]
+    assert reasoning.type == "reasoning"
+    assert [(s.type, s.text) for s in reasoning.summary] == [("summary_text", "Let me think")]
+    assert [(c.type, c.text) for c in reasoning.content or []] == [
+        ("reasoning_text", "Let me think")
+    ]
+    assert first.usage is not None
+    assert first.usage.output_tokens_details.reasoning_tokens == 3
+    assert first.usage.input_tokens_details.cached_tokens == 0
+    more = "[[pace:0]] [[think:2]] [[usage:reasoning]] and more"
+    again = list(
+        client.responses.create(
+            model=GPT_OSS,
+            input=[
+                {"role": "user", "content": said},
+                *[item.model_dump(exclude_none=True) for item in first.output],  # type: ignore[misc]
+                {"role": "user", "content": more},
+            ],
+            stream=True,
+        )
+    )
+    sent = runtime.last_call()["inputs"]["messages"]
+    assert sent[1] == {
+        "role": "assistant",
+        "content": first.output_text,
+        "reasoning": "Let me think",
+    }
+    completed = again[-1]
+    assert completed.type == "response.completed" and completed.response.usage is not None
+    usage = completed.response.usage
+    assert usage.output_tokens_details.reasoning_tokens == 2
+    # the model's prefix cache held the first call's prompt: the first user message
+    assert usage.input_tokens_details.cached_tokens == len(said.split()) + 3, usage
+    assert [
+        (s.type, s.text)
+        for s in completed.response.output[0].summary  # type: ignore[union-attr]
+    ] == [("summary_text", "Let me")]
+
+
 def test_streamed_events_in_the_order_the_sdk_parses_numbered_from_zero(
     client: openai.OpenAI,
 ) -> None:
@@ -106,8 +160,8 @@ def test_streamed_events_in_the_order_the_sdk_parses_numbered_from_zero(
     kinds = [e.type for e in events]
     expected = (
         ["response.created", "response.in_progress"]
-        + MESSAGE_OPEN
-        + ["response.reasoning_text.delta"] * 2
+        + REASONING_OPEN
+        + REASONING_DELTA * 2
         + REASONING_CLOSE
         + MESSAGE_OPEN
         + ["response.output_text.delta"] * len(tokens)
@@ -118,6 +172,13 @@ def test_streamed_events_in_the_order_the_sdk_parses_numbered_from_zero(
     assert [e.sequence_number for e in events] == list(range(len(events)))
     assert [e.delta for e in events if e.type == "response.output_text.delta"] == tokens
     assert "".join(e.delta for e in events if e.type == "response.reasoning_text.delta") == "Let me"
+    summary = [e for e in events if e.type.startswith("response.reasoning_summary")]
+    assert {(e.item_id, e.output_index, e.summary_index) for e in summary} == {
+        (events[2].item.id, 0, 0)  # type: ignore[union-attr]
+    }
+    assert "".join(e.delta for e in summary if e.type.endswith("text.delta")) == "Let me"
+    assert [e.text for e in summary if e.type.endswith("text.done")] == ["Let me"]
+    assert [e.part.text for e in summary if e.type.endswith("part.done")] == ["Let me"]
     completed = events[-1]
     assert completed.type == "response.completed"
     assert (
