@@ -52,6 +52,7 @@
 //   [[reasoning:FIELD]]  OpenAI-shaped reasoning in `reasoning_content`, `reasoning` or `both`
 //   [[usage:first]]      OpenAI shape: the real usage first, a zero-usage chunk last
 //   [[usage:cumulative]] OpenAI shape: cumulative usage on every chunk (qwen over REST)
+//   [[usage:reasoning]]  the usage counts the reasoning tokens (completion_tokens_details)
 //   [[tool:NAME]]        with inputs.tools: call the tool NAME (repeat for parallel calls), its
 //                        arguments {<first parameter>: <the message without directives>};
 //                        reasoning models stream OpenAI-shaped delta.tool_calls (arguments in
@@ -422,6 +423,7 @@ export function startModel({ port = 0, paceMs = 40 } = {}) {
     const pt = promptTokens(messages);
     const completion = answer.tokens.length + answer.thinking.length + answer.calls.reduce((n, c) => n + argumentPieces(c.arguments).length, 0);
     const usage = { prompt_tokens: pt, completion_tokens: completion, total_tokens: pt + completion };
+    if (opts.usage === "reasoning") usage.completion_tokens_details = { reasoning_tokens: answer.thinking.length };
     if (call.affinity !== null) {
       const session = `${model}\n${call.affinity}`;  // a cache belongs to one model's replicas
       const current = remembered(messages);

@@ -110,6 +110,65 @@ class NoConversations:
         raise AssertionError(f"no conversation call expected, got {op} {id}")
 
 
+class RecordingConversations:
+    """A CONVERSATIONS binding that records each call and answers 201 with the id."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, dict[str, Any] | None]] = []
+
+    async def call(
+        self, id: str, op: str, payload: dict[str, Any] | None = None, *, after: str | None = None
+    ) -> WebResponse:
+        self.calls.append((op, payload))
+        return WebResponse(status=201, headers=API_HEADERS, body=json.dumps({"id": id}).encode())
+
+
+def create_conversation(body: bytes, **headers: Any) -> tuple[WebResponse, RecordingConversations]:
+    conversations = RecordingConversations()
+    response = asyncio.run(
+        handle(
+            request("POST", "/api/v1/conversations", body, **headers),
+            lambda _: None,
+            FakeModel(frames("hi")),
+            TABLE,
+            limiter=FakeLimiter(),
+            conversations=conversations,
+        )
+    )
+    return response, conversations
+
+
+@pytest.mark.parametrize(
+    "body",
+    [b"", b"{}", b'{"model": "@cf/google/gemma-4-26b-a4b-it"}', b'{"messages": []}'],
+)
+def test_a_conversation_is_created_empty_from_no_body_or_no_messages(body: bytes) -> None:
+    """Clients that create a conversation first send {} or {"model"} (issue 34): 201."""
+    response, conversations = create_conversation(body, content_type="application/json")
+    assert response.status == 201, response.body
+    assert conversations.calls == [("create", None)]
+
+
+@pytest.mark.parametrize(
+    ("body", "error", "message"),
+    [
+        (b'{"model": "nope"}', "unknown_model", "model: 'nope' is not available"),
+        (b'{"model": 1}', "invalid_field", "model: must be a string"),
+        (b'{"x": 1}', "unknown_field", "x: unknown field; allowed fields are messages, model"),
+        (b'{"messages": "hi"}', "invalid_field", "messages"),
+    ],
+)
+def test_a_conversation_create_still_checks_what_it_is_sent(
+    body: bytes, error: str, message: str
+) -> None:
+    response, conversations = create_conversation(body, content_type="application/json")
+    assert isinstance(response.body, bytes)
+    got = json.loads(response.body)
+    assert (response.status, got["error"]) == (400, error), got
+    assert got["message"].startswith(message), got
+    assert conversations.calls == []
+
+
 def test_models_says_whether_durable_conversations_are_there() -> None:
     response = asyncio.run(
         handle(

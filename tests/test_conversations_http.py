@@ -281,6 +281,23 @@ def test_a_conversation_can_start_from_a_history(durable: Runtime) -> None:
     assert (unknown.status_code, unknown.json()["error"]) == (400, "unknown_field"), unknown.text
 
 
+def test_a_create_with_an_empty_object_or_a_model_is_an_empty_conversation(
+    durable: Runtime,
+) -> None:
+    """What clients that create a conversation first send (issue 34): 201, then a turn."""
+    model = httpx.get(durable.url + "/api/v1/models", timeout=10).json()["default"]
+    for body in ({}, {"model": model}):
+        response = httpx.post(durable.url + BASE, json=body, timeout=10)
+        assert response.status_code == 201, (body, response.text)
+        id = response.json()["id"]
+        CREATED.append(id)
+        got = httpx.get(f"{durable.url}{BASE}/{id}", timeout=10).json()
+        assert got == {"id": id, "messages": [], "streaming": False, "bytes": 0}, got
+    assert texts(whole_turn(durable, id, "[[pace:0]] first")) != ""
+    bad = httpx.post(durable.url + BASE, json={"model": "nope"}, timeout=10)
+    assert (bad.status_code, bad.json()["error"]) == (400, "unknown_model"), bad.text
+
+
 def test_delete_mid_turn_stops_the_model_and_forgets_everything(durable: Runtime) -> None:
     id = create(durable)
     got: list[list[tuple[str, str, str]]] = []

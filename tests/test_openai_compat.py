@@ -5,7 +5,7 @@ import pytest
 from fakes import completion_context, no_body
 
 from doors.openai_chat.openai_compat import openai_error, parse_completion
-from doors.openai_chat.openai_events import Collector, CompletionEncoder
+from doors.openai_chat.openai_events import Collector, CompletionEncoder, openai_usage
 from streaming.relay import Failed, Finished
 from surface.errors import ApiError
 from surface.settings import load
@@ -444,3 +444,13 @@ def test_model_route_takes_ids_with_slashes_and_percent_encoding() -> None:
         },
     )
     assert get("/v1/models/")[0] == 404 and get("/v1/models/")[1]["error"]["code"] == "not_found"
+
+
+def test_usage_details_in_openais_shape() -> None:
+    counts = {"prompt_tokens": 9, "completion_tokens": 5, "total_tokens": 14}
+    assert openai_usage(counts) == counts
+    assert openai_usage({**counts, "cached_tokens": 4, "reasoning_tokens": 3}) == {
+        **counts,
+        "prompt_tokens_details": {"cached_tokens": 4},
+        "completion_tokens_details": {"reasoning_tokens": 3},
+    }

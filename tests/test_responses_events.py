@@ -46,9 +46,12 @@ def test_start_is_created_then_in_progress() -> None:
 
 
 def test_reasoning_then_text_then_completed_with_usage() -> None:
+    """The reasoning as content (reasoning_text) and as the item's one summary part, each
+    token in both, side by side (issue 34: each default client reads one of them)."""
     e = encoder()
     e.start()
     rs = '"item_id":"rs_1_0","output_index":0,"content_index":0'
+    sm = '"item_id":"rs_1_0","output_index":0,"summary_index":0'
     msg = '"item_id":"msg_1_1","output_index":1,"content_index":0'
     assert e.parts([(THINKING, "hm"), (THINKING, " ok"), (TEXT, "A\n")]) == (
         event(
@@ -59,54 +62,75 @@ def test_reasoning_then_text_then_completed_with_usage() -> None:
         + event(
             "response.content_part.added", 3, rs + ',"part":{"type":"reasoning_text","text":""}'
         )
-        + event("response.reasoning_text.delta", 4, rs + ',"delta":"hm"')
-        + event("response.reasoning_text.delta", 5, rs + ',"delta":" ok"')
-        + event("response.reasoning_text.done", 6, rs + ',"text":"hm ok"')
         + event(
-            "response.content_part.done", 7, rs + ',"part":{"type":"reasoning_text","text":"hm ok"}'
+            "response.reasoning_summary_part.added",
+            4,
+            sm + ',"part":{"type":"summary_text","text":""}',
+        )
+        + event("response.reasoning_text.delta", 5, rs + ',"delta":"hm"')
+        + event("response.reasoning_summary_text.delta", 6, sm + ',"delta":"hm"')
+        + event("response.reasoning_text.delta", 7, rs + ',"delta":" ok"')
+        + event("response.reasoning_summary_text.delta", 8, sm + ',"delta":" ok"')
+        + event("response.reasoning_text.done", 9, rs + ',"text":"hm ok"')
+        + event(
+            "response.content_part.done",
+            10,
+            rs + ',"part":{"type":"reasoning_text","text":"hm ok"}',
+        )
+        + event("response.reasoning_summary_text.done", 11, sm + ',"text":"hm ok"')
+        + event(
+            "response.reasoning_summary_part.done",
+            12,
+            sm + ',"part":{"type":"summary_text","text":"hm ok"}',
         )
         + event(
             "response.output_item.done",
-            8,
-            '"output_index":0,"item":{"id":"rs_1_0","type":"reasoning","summary":[],"content":[{"type":"reasoning_text","text":"hm ok"}],"status":"completed"}',
+            13,
+            '"output_index":0,"item":{"id":"rs_1_0","type":"reasoning","summary":[{"type":"summary_text","text":"hm ok"}],"content":[{"type":"reasoning_text","text":"hm ok"}],"status":"completed"}',
         )
         + event(
             "response.output_item.added",
-            9,
+            14,
             '"output_index":1,"item":{"id":"msg_1_1","type":"message","status":"in_progress","content":[],"role":"assistant"}',
         )
         + event(
             "response.content_part.added",
-            10,
+            15,
             msg + ',"part":{"type":"output_text","annotations":[],"logprobs":[],"text":""}',
         )
-        + event("response.output_text.delta", 11, msg + ',"delta":"A\\n","logprobs":[]')
+        + event("response.output_text.delta", 16, msg + ',"delta":"A\\n","logprobs":[]')
     )
     assert e.parts([(TEXT, "é")]) == event(
-        "response.output_text.delta", 12, msg + ',"delta":"\\u00e9","logprobs":[]'
+        "response.output_text.delta", 17, msg + ',"delta":"\\u00e9","logprobs":[]'
     )
     text_part = '{"type":"output_text","annotations":[],"logprobs":[],"text":"A\\n\\u00e9"}'
     message = (
         '{"id":"msg_1_1","type":"message","status":"completed","content":[%s],"role":"assistant"}'
         % text_part
     )
-    reasoning = '{"id":"rs_1_0","type":"reasoning","summary":[],"content":[{"type":"reasoning_text","text":"hm ok"}],"status":"completed"}'
+    reasoning = '{"id":"rs_1_0","type":"reasoning","summary":[{"type":"summary_text","text":"hm ok"}],"content":[{"type":"reasoning_text","text":"hm ok"}],"status":"completed"}'
     usage = (
-        '{"input_tokens":3,"input_tokens_details":{"cached_tokens":0},"output_tokens":4,'
-        '"output_tokens_details":{"reasoning_tokens":0},"total_tokens":7}'
+        '{"input_tokens":3,"input_tokens_details":{"cached_tokens":2},"output_tokens":4,'
+        '"output_tokens_details":{"reasoning_tokens":3},"total_tokens":7}'
     )
     done = e.finished(
         Finished(
             stop_reason="stop",
-            usage={"prompt_tokens": 3, "completion_tokens": 4, "total_tokens": 7},
+            usage={
+                "prompt_tokens": 3,
+                "completion_tokens": 4,
+                "total_tokens": 7,
+                "cached_tokens": 2,
+                "reasoning_tokens": 3,
+            },
         )
     )
     assert done == (
-        event("response.output_text.done", 13, msg + ',"text":"A\\n\\u00e9","logprobs":[]')
-        + event("response.content_part.done", 14, msg + ',"part":' + text_part)
-        + event("response.output_item.done", 15, '"output_index":1,"item":' + message)
+        event("response.output_text.done", 18, msg + ',"text":"A\\n\\u00e9","logprobs":[]')
+        + event("response.content_part.done", 19, msg + ',"part":' + text_part)
+        + event("response.output_item.done", 20, '"output_index":1,"item":' + message)
         + event(
-            "response.completed", 16, snapshot("completed", "[%s,%s]" % (reasoning, message), usage)
+            "response.completed", 21, snapshot("completed", "[%s,%s]" % (reasoning, message), usage)
         )
     )
     assert e.response is not None and e.response["status"] == "completed"
@@ -207,3 +231,53 @@ def test_not_streamed_it_writes_nothing_and_keeps_the_same_response() -> None:
         "message",
         "function_call",
     ]
+
+
+def test_reasoning_cut_by_the_budget_ends_its_summary_part_incomplete() -> None:
+    """gpt-oss out of budget: reasoning only, then `length`. The summary part ends with
+    `"status":"incomplete"` (openai-python's ResponseReasoningSummaryPartDoneEvent)."""
+    e = encoder()
+    e.start()
+    e.parts([(THINKING, "hm")])
+    rs = '"item_id":"rs_1_0","output_index":0,"content_index":0'
+    sm = '"item_id":"rs_1_0","output_index":0,"summary_index":0'
+    item = (
+        '{"id":"rs_1_0","type":"reasoning","summary":[{"type":"summary_text","text":"hm"}],'
+        '"content":[{"type":"reasoning_text","text":"hm"}],"status":"incomplete"}'
+    )
+    assert e.finished(Finished(stop_reason="length", usage=None)) == (
+        event("response.reasoning_text.done", 7, rs + ',"text":"hm"')
+        + event(
+            "response.content_part.done", 8, rs + ',"part":{"type":"reasoning_text","text":"hm"}'
+        )
+        + event("response.reasoning_summary_text.done", 9, sm + ',"text":"hm"')
+        + event(
+            "response.reasoning_summary_part.done",
+            10,
+            sm + ',"part":{"type":"summary_text","text":"hm"},"status":"incomplete"',
+        )
+        + event("response.output_item.done", 11, '"output_index":0,"item":' + item)
+        + event(
+            "response.incomplete",
+            12,
+            snapshot(
+                "incomplete",
+                "[%s]" % item,
+                rest='"error":null,"incomplete_details":{"reason":"max_output_tokens"}',
+            ),
+        )
+    )
+
+
+def test_not_streamed_the_reasoning_is_its_summary_and_its_content() -> None:
+    e = encoder(stream=False)
+    e.parts([(THINKING, "a"), (THINKING, "b"), (TEXT, "x")])
+    e.finished(Finished(stop_reason="stop", usage=None))
+    assert e.response is not None
+    assert e.response["output"][0] == {
+        "id": "rs_1_0",
+        "type": "reasoning",
+        "summary": [{"type": "summary_text", "text": "ab"}],
+        "content": [{"type": "reasoning_text", "text": "ab"}],
+        "status": "completed",
+    }

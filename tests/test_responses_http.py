@@ -1,12 +1,14 @@
 """/v1/responses over HTTP on workerd, through its own Ai class, driven by the real clients:
 the openai SDK's responses.create (streamed and not) and its stream helper, a function-call
-loop, and the OpenAI Agents SDK with its default (Responses) model against our base URL."""
+loop, the OpenAI Agents SDK with its default (Responses) model and pydantic-ai's
+OpenAIResponsesModel against our base URL (@ai-sdk/openai's: tests/js/runtime/)."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import time
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -37,9 +39,15 @@ MESSAGE_CLOSE = [
     "response.content_part.done",
     "response.output_item.done",
 ]
+# A reasoning item's text is both its content (reasoning_text) and its one summary part
+# (issue 34): each delta comes as both.
+REASONING_OPEN = [*MESSAGE_OPEN, "response.reasoning_summary_part.added"]
+REASONING_DELTA = ["response.reasoning_text.delta", "response.reasoning_summary_text.delta"]
 REASONING_CLOSE = [
     "response.reasoning_text.done",
     "response.content_part.done",
+    "response.reasoning_summary_text.done",
+    "response.reasoning_summary_part.done",
     "response.output_item.done",
 ]
 
@@ -97,6 +105,48 @@ def test_reasoning_is_a_reasoning_item_before_the_message(client: openai.OpenAI)
     )
 
 
+def test_reasoning_is_its_summary_too_and_usage_counts_reasoning_and_cached_tokens(
+    client: openai.OpenAI, runtime: Runtime
+) -> None:
+    """Issue 34: the summary the AI SDK and pydantic-ai read, the content the Agents SDK reads,
+    the same text once each; the reasoning and cached token counts in usage, not streamed and
+    streamed; the output sent back as openai-python users send it reaches the model once."""
+    said = f"[[pace:0]] [[think:3]] [[usage:reasoning]] {uuid.uuid4().hex[:8]}"
+    first = client.responses.create(model=GPT_OSS, input=said)
+    reasoning = first.output[0]
+    assert reasoning.type == "reasoning"
+    assert [(s.type, s.text) for s in reasoning.summary] == [("summary_text", "Let me think")]
+    assert [(c.type, c.text) for c in reasoning.content or []] == [
+        ("reasoning_text", "Let me think")
+    ]
+    assert first.usage is not None
+    assert first.usage.output_tokens_details.reasoning_tokens == 3
+    assert first.usage.input_tokens_details.cached_tokens == 0
+    more = "[[pace:0]] [[think:2]] [[usage:reasoning]] and more"
+    items: list[Any] = [
+        {"role": "user", "content": said},
+        *first.output,
+        {"role": "user", "content": more},
+    ]
+    again = list(client.responses.create(model=GPT_OSS, input=items, stream=True))
+    sent = runtime.last_call()["inputs"]["messages"]
+    assert sent[1] == {
+        "role": "assistant",
+        "content": first.output_text,
+        "reasoning": "Let me think",
+    }
+    completed = again[-1]
+    assert completed.type == "response.completed" and completed.response.usage is not None
+    usage = completed.response.usage
+    assert usage.output_tokens_details.reasoning_tokens == 2
+    # the model's prefix cache held the first call's prompt: the first user message
+    assert usage.input_tokens_details.cached_tokens == len(said.split()) + 3, usage
+    assert [
+        (s.type, s.text)
+        for s in completed.response.output[0].summary  # type: ignore[union-attr]
+    ] == [("summary_text", "Let me")]
+
+
 def test_streamed_events_in_the_order_the_sdk_parses_numbered_from_zero(
     client: openai.OpenAI,
 ) -> None:
@@ -106,8 +156,8 @@ def test_streamed_events_in_the_order_the_sdk_parses_numbered_from_zero(
     kinds = [e.type for e in events]
     expected = (
         ["response.created", "response.in_progress"]
-        + MESSAGE_OPEN
-        + ["response.reasoning_text.delta"] * 2
+        + REASONING_OPEN
+        + REASONING_DELTA * 2
         + REASONING_CLOSE
         + MESSAGE_OPEN
         + ["response.output_text.delta"] * len(tokens)
@@ -118,6 +168,20 @@ def test_streamed_events_in_the_order_the_sdk_parses_numbered_from_zero(
     assert [e.sequence_number for e in events] == list(range(len(events)))
     assert [e.delta for e in events if e.type == "response.output_text.delta"] == tokens
     assert "".join(e.delta for e in events if e.type == "response.reasoning_text.delta") == "Let me"
+    added = [e for e in events if e.type == "response.reasoning_summary_part.added"]
+    deltas = [e for e in events if e.type == "response.reasoning_summary_text.delta"]
+    texts = [e for e in events if e.type == "response.reasoning_summary_text.done"]
+    parts = [e for e in events if e.type == "response.reasoning_summary_part.done"]
+    item = events[2]
+    assert item.type == "response.output_item.added" and item.item.type == "reasoning"
+    at = {(e.item_id, e.output_index, e.summary_index) for e in added}
+    at |= {(e.item_id, e.output_index, e.summary_index) for e in deltas}
+    at |= {(e.item_id, e.output_index, e.summary_index) for e in texts}
+    at |= {(e.item_id, e.output_index, e.summary_index) for e in parts}
+    assert at == {(item.item.id, 0, 0)}
+    assert [e.part.text for e in added] == [""]
+    assert "".join(e.delta for e in deltas) == "Let me"
+    assert [e.text for e in texts] == [e.part.text for e in parts] == ["Let me"]
     completed = events[-1]
     assert completed.type == "response.completed"
     assert (
@@ -312,3 +376,50 @@ def test_a_client_that_leaves_stops_the_model(runtime: Runtime) -> None:
     )
     # A generous bound (a shared 2-core machine); test_runtime_http holds the tight one.
     assert_stopped(call, left_at_ms=left, within_ms=1000)
+
+
+def test_pydantic_ais_responses_model_shows_the_reasoning_once(runtime: Runtime) -> None:
+    """pydantic-ai's OpenAIResponsesModel with its default settings (issue 34: its ThinkingPart
+    was empty): one ThinkingPart with the reasoning, not streamed and streamed, its content
+    (reasoning_text) kept beside it as raw_content; sent back, it reaches the model once."""
+    from pydantic_ai import Agent as PydanticAgent
+    from pydantic_ai.messages import ModelResponse, TextPart, ThinkingPart
+    from pydantic_ai.models.openai import OpenAIResponsesModel as PydanticResponsesModel
+    from pydantic_ai.providers.openai import OpenAIProvider
+
+    said = "[[pace:0]] [[think:3]] capital of France?"
+
+    def shown(response: ModelResponse) -> list[tuple[str, str]]:
+        return [
+            (type(p).__name__, p.content)
+            for p in response.parts
+            if isinstance(p, (ThinkingPart, TextPart))
+        ]
+
+    async def main() -> list[ModelResponse]:
+        client = openai.AsyncOpenAI(
+            base_url=runtime.url + "/v1", api_key="unused", max_retries=0, timeout=30
+        )
+        model = PydanticResponsesModel(GPT_OSS, provider=OpenAIProvider(openai_client=client))
+        agent = PydanticAgent(model)
+        whole = await agent.run(said)
+        async with agent.run_stream("[[pace:1]] [[think:2]] streamed") as run:
+            await run.get_output()
+            streamed = run.all_messages()[-1]
+        await agent.run("[[pace:0]] and then", message_history=whole.all_messages())
+        await client.close()
+        got = [whole.all_messages()[-1], streamed]
+        return [m for m in got if isinstance(m, ModelResponse)]
+
+    whole, streamed = asyncio.run(main())
+    assert shown(whole) == [("ThinkingPart", "Let me think"), ("TextPart", answer(said))]
+    thinking = whole.parts[0]
+    assert isinstance(thinking, ThinkingPart)
+    assert thinking.provider_details == {"raw_content": ["Let me think"]}
+    assert [k for k, _ in shown(streamed)] == ["ThinkingPart", "TextPart"]
+    assert shown(streamed)[0] == ("ThinkingPart", "Let me")
+    sent = runtime.last_call()["inputs"]["messages"]
+    assert sent[:2] == [
+        {"role": "user", "content": said},
+        {"role": "assistant", "content": answer(said), "reasoning": "Let me think"},
+    ], sent

@@ -733,3 +733,54 @@ def test_cached_prompt_tokens_are_kept(frames: list[dict[str, Any]], usage: dict
         b"".join(b"data: " + json.dumps(f).encode() + b"\n\n" for f in frames) + b"data: [DONE]\n\n"
     )
     assert decoder.frames.usage == usage
+
+
+@pytest.mark.parametrize(
+    ("frames", "usage"),
+    [
+        # OpenAI's shape (vLLM's for gpt-oss), then a trailing frame without it
+        (
+            [
+                {
+                    "usage": {
+                        "prompt_tokens": 9,
+                        "completion_tokens": 5,
+                        "total_tokens": 14,
+                        "completion_tokens_details": {"reasoning_tokens": 3},
+                    }
+                },
+                {
+                    "response": "",
+                    "usage": {"prompt_tokens": 9, "completion_tokens": 5, "total_tokens": 14},
+                },
+            ],
+            {"prompt_tokens": 9, "completion_tokens": 5, "total_tokens": 14, "reasoning_tokens": 3},
+        ),
+        (
+            [{"response": "", "usage": {"prompt_tokens": 9, "reasoning_tokens": 0}}],
+            {"prompt_tokens": 9, "reasoning_tokens": 0},
+        ),
+        (
+            [
+                {
+                    "response": "",
+                    "usage": {
+                        "prompt_tokens": 9,
+                        "completion_tokens_details": {"reasoning_tokens": -1},
+                    },
+                }
+            ],
+            {"prompt_tokens": 9},
+        ),
+        (
+            [{"response": "", "usage": {"prompt_tokens": 9, "completion_tokens_details": None}}],
+            {"prompt_tokens": 9},
+        ),
+    ],
+)
+def test_reasoning_tokens_are_kept(frames: list[dict[str, Any]], usage: dict[str, int]) -> None:
+    decoder = UpstreamDecoder()
+    decoder.feed(
+        b"".join(b"data: " + json.dumps(f).encode() + b"\n\n" for f in frames) + b"data: [DONE]\n\n"
+    )
+    assert decoder.frames.usage == usage

@@ -45,6 +45,19 @@ def _cached_tokens(usage: dict[str, object]) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
+def _reasoning_tokens(usage: dict[str, object]) -> int | None:
+    """Completion tokens spent reasoning, when the model counts them: OpenAI's
+    usage.completion_tokens_details.reasoning_tokens, or a flat reasoning_tokens. Kept in our
+    usage as a flat `reasoning_tokens` (issue 34: the Responses usage reports it)."""
+    details = usage.get("completion_tokens_details")
+    value = (
+        details.get("reasoning_tokens")
+        if isinstance(details, dict)
+        else usage.get("reasoning_tokens")
+    )
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
 # The native frame as Workers AI sends it, when its text needs no JSON unescaping:
 # the text is then the match itself, and json.loads (the slow part) is skipped.
 _PLAIN_NATIVE = re.compile(
@@ -230,6 +243,11 @@ class Frames:
             cached = self.usage.get("cached_tokens")  # a later frame that leaves it out
         if cached is not None and clean:
             clean["cached_tokens"] = cached
+        reasoning = _reasoning_tokens(usage)
+        if reasoning is None and self.usage is not None:
+            reasoning = self.usage.get("reasoning_tokens")
+        if reasoning is not None and clean:
+            clean["reasoning_tokens"] = reasoning
         if clean and (self.usage is None or any(clean.values())):
             self.usage = clean
 

@@ -88,12 +88,16 @@ def parse_message(body: dict[str, Any], ctx: Context) -> dict[str, Any]:
     return well_formed_json(payload)  # type: ignore[no-any-return]
 
 
-def parse_history(body: dict[str, Any], ctx: Context) -> dict[str, Any]:
-    """{"messages", "model"?}: the history a new conversation starts from (a fork of another,
+def parse_history(body: dict[str, Any], ctx: Context) -> dict[str, Any] | None:
+    """{"messages"?, "model"?}: the history a new conversation starts from (a fork of another,
     edited or trimmed by the client), checked as /api/v1/chat checks its messages, for `model`
-    (images only for a model that reads them)."""
+    (images only for a model that reads them). No messages (or an empty list): an empty
+    conversation, as `{}` and `{"model"}` from clients that create one first (issue 34); the
+    model is checked, and each message still names its own."""
     reject_unknown(body, HISTORY_FIELDS)
     model = parse_model(body.get("model"), ctx.settings)
+    if body.get("messages") in (None, []):
+        return None
     conversation = parse_conversation(
         body.get("messages"), ctx.settings, dialect=CHAT, model=model, facts=catalog.info(model)
     )

@@ -13,10 +13,15 @@ from workers_ai.upstream import TEXT, Part, ToolCall
 
 
 def openai_usage(usage: dict[str, int]) -> dict[str, Any]:
-    """Our usage in OpenAI's shape: cached prompt tokens in prompt_tokens_details."""
-    out: dict[str, Any] = {k: v for k, v in usage.items() if k != "cached_tokens"}
+    """Our usage in OpenAI's shape: cached prompt tokens in prompt_tokens_details, reasoning
+    tokens in completion_tokens_details."""
+    out: dict[str, Any] = {
+        k: v for k, v in usage.items() if k not in ("cached_tokens", "reasoning_tokens")
+    }
     if "cached_tokens" in usage:
         out["prompt_tokens_details"] = {"cached_tokens": usage["cached_tokens"]}
+    if "reasoning_tokens" in usage:
+        out["completion_tokens_details"] = {"reasoning_tokens": usage["reasoning_tokens"]}
     return out
 
 

@@ -5,10 +5,19 @@ the Agents SDK): ``response.created``, ``response.in_progress``, then per output
 ``response.output_item.added``, its content (``response.content_part.added``,
 ``response.output_text.delta`` ... ``.done``, ``response.content_part.done`` for a message;
 ``response.reasoning_text.delta`` ... ``.done`` inside a ``reasoning`` item for the model's
-thinking; ``response.function_call_arguments.delta`` ... ``.done`` for a tool call), then
+thinking, and beside each the same text as the item's one summary part,
+``response.reasoning_summary_part.added``, ``response.reasoning_summary_text.delta`` ...
+``.done``, ``response.reasoning_summary_part.done``; ``response.function_call_arguments.delta``
+... ``.done`` for a tool call), then
 ``response.output_item.done``, and last ``response.completed`` (``response.incomplete``
 when the token budget or a content filter cut it, ``response.failed`` when it failed), each
 with its ``sequence_number`` from 0. No ``[DONE]``: the Responses stream has none.
+
+The reasoning is in both places because the default clients each read one: the Agents SDK and
+openai-python's ``reasoning_text`` users the content, ``@ai-sdk/openai`` only the summary, and
+pydantic-ai shows the summary and keeps the content beside it in one ThinkingPart (its
+``raw_content``); none shows both, so none shows it twice (issue 34). A reasoning item sent
+back with both is read once (responses_input.py takes its content, else its summary).
 
 Not streamed, the same state machine writes nothing and ``response`` is the Response object
 (the one ``response.completed`` carries). A message or reasoning item ends when the model
@@ -39,6 +48,10 @@ _TEXT_DELTA = (
 _REASONING_DELTA = (
     'event: response.reasoning_text.delta\ndata: {"type":"response.reasoning_text.delta","sequence_number":%d,'
     '"item_id":"%s","output_index":%d,"content_index":0,"delta":%s}\n\n'
+)
+_SUMMARY_DELTA = (
+    'event: response.reasoning_summary_text.delta\ndata: {"type":"response.reasoning_summary_text.delta",'
+    '"sequence_number":%d,"item_id":"%s","output_index":%d,"summary_index":0,"delta":%s}\n\n'
 )
 _ARGUMENTS_DELTA = (
     'event: response.function_call_arguments.delta\ndata: {"type":"response.function_call_arguments.delta",'
@@ -171,9 +184,20 @@ class ResponsesEncoder:
         self._open = _Open(index, item_id, kind)
         self._items.append(item)
         out += self._event("response.output_item.added", {"output_index": index, "item": item})
-        return out + self._event(
+        out += self._event(
             "response.content_part.added",
             {"item_id": item_id, "output_index": index, "content_index": 0, "part": part},
+        )
+        if kind == TEXT:
+            return out
+        return out + self._event(
+            "response.reasoning_summary_part.added",
+            {
+                "item_id": item_id,
+                "output_index": index,
+                "summary_index": 0,
+                "part": {"type": "summary_text", "text": ""},
+            },
         )
 
     def _end_open(self, status: str) -> str:
@@ -198,6 +222,15 @@ class ResponsesEncoder:
         item["content"] = [part]
         item["status"] = status
         out += self._event("response.content_part.done", {**at, "part": part})
+        if current.kind != TEXT:
+            summary = {"type": "summary_text", "text": text}
+            item["summary"] = [summary]
+            at = {"item_id": current.id, "output_index": current.index, "summary_index": 0}
+            out += self._event("response.reasoning_summary_text.done", {**at, "text": text})
+            cut = {"status": "incomplete"} if status == "incomplete" else {}
+            out += self._event(
+                "response.reasoning_summary_part.done", {**at, "part": summary, **cut}
+            )
         return out + self._event(
             "response.output_item.done", {"output_index": current.index, "item": item}
         )
@@ -213,9 +246,14 @@ class ResponsesEncoder:
             current.texts.append(text)
             if self._stream:
                 seq = self._seq
-                self._seq = seq + 1
-                template = _TEXT_DELTA if kind == TEXT else _REASONING_DELTA
-                out.append(template % (seq, current.id, current.index, _string(text)))
+                if kind == TEXT:
+                    self._seq = seq + 1
+                    out.append(_TEXT_DELTA % (seq, current.id, current.index, _string(text)))
+                else:  # the content and the summary (the module's docstring says why)
+                    self._seq = seq + 2
+                    quoted = _string(text)
+                    out.append(_REASONING_DELTA % (seq, current.id, current.index, quoted))
+                    out.append(_SUMMARY_DELTA % (seq + 1, current.id, current.index, quoted))
         return "".join(out).encode()
 
     def tool_calls(self, calls: list[ToolCall]) -> bytes:

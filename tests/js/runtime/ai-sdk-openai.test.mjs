@@ -1,0 +1,61 @@
+// @ai-sdk/openai's default client, `openai(model)` (the Responses API), against the Worker on
+// workerd (issue 34): the reasoning it shows (`reasoningText`, one reasoning part, no
+// duplicate) and the usage details it reads, streamed and not. It reads only the reasoning
+// summary, so before the summary events its reasoning was empty. One turn: its second turn
+// refers to stored items (store defaults to true), which this Worker does not keep yet.
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { createInterface } from "node:readline";
+import { after, before, test } from "node:test";
+import { fileURLToPath } from "node:url";
+import { createOpenAI } from "@ai-sdk/openai";
+import { generateText, streamText } from "ai";
+
+const ROOT = fileURLToPath(new URL("../../..", import.meta.url));
+const MODEL = "@cf/openai/gpt-oss-20b";
+const SAID = "[[pace:0]] [[think:3]] [[usage:reasoning]] the capital of France?";
+
+let launcher;
+let openai;
+
+before(async () => {
+  launcher = spawn(process.execPath, ["local/launch.mjs", "--port", "0", "--pace", "1", "--exit-on-stdin-eof"],
+    { cwd: ROOT, stdio: ["pipe", "pipe", "inherit"] });
+  const lines = createInterface({ input: launcher.stdout });
+  const ready = await new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error("the launcher was not ready in 180 s")), 180_000);
+    launcher.once("exit", (code) => reject(new Error(`the launcher exited (${code}) before it was ready`)));
+    lines.on("line", (line) => {
+      if (line.startsWith("{") && line.includes('"message":"ready"')) { clearTimeout(timer); resolve(JSON.parse(line)); }
+    });
+  });
+  openai = createOpenAI({ baseURL: `${ready.url.replace(/\/$/, "")}/v1`, apiKey: "unused" });
+}, { timeout: 200_000 });
+
+after(async () => {
+  if (!launcher || launcher.exitCode !== null) return;
+  const exited = new Promise((resolve) => launcher.once("exit", resolve));
+  launcher.stdin.end();
+  await exited;
+});
+
+test("generateText shows the reasoning once and reads its token counts", async () => {
+  const result = await generateText({ model: openai(MODEL), prompt: SAID });
+  assert.equal(result.reasoningText, "Let me think");
+  assert.deepEqual(result.reasoning.map((r) => [r.type, r.text]), [["reasoning", "Let me think"]]);
+  assert.ok(result.text.length > 0 && !result.text.includes("Let me think"), result.text);
+  assert.equal(result.usage.outputTokenDetails.reasoningTokens, 3);
+  assert.equal(result.usage.inputTokenDetails.cacheReadTokens, 0);
+});
+
+test("streamText streams the reasoning once, then the text", async () => {
+  const result = streamText({ model: openai(MODEL), prompt: SAID });
+  const parts = [];
+  for await (const part of result.fullStream) parts.push(part);
+  const kinds = parts.map((p) => p.type).filter((t) => t.startsWith("reasoning") || t.startsWith("text-"));
+  const first = kinds.indexOf("text-start");
+  assert.deepEqual(kinds.slice(0, first), ["reasoning-start", "reasoning-delta", "reasoning-delta", "reasoning-delta", "reasoning-end"]);
+  assert.ok(kinds.slice(first).every((t) => t.startsWith("text-")), kinds.join(","));
+  assert.equal(await result.reasoningText, "Let me think");
+  assert.equal((await result.usage).outputTokenDetails.reasoningTokens, 3);
+});
