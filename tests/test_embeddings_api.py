@@ -181,9 +181,8 @@ def post(
     body: dict[str, Any], env: dict[str, str], model: OneShotModel, **headers: str
 ) -> WebResponse:
     raw = json.dumps(body).encode()
-    return call(
-        request("POST", "/v1/embeddings", raw, **JSON, **headers), env, model, FakeLimiter()
-    )  # type: ignore[arg-type]
+    req = request("POST", "/v1/embeddings", raw, **JSON, **headers)
+    return call(req, env, model, FakeLimiter())  # type: ignore[arg-type]
 
 
 def test_the_route_opens_the_model_as_every_door_does() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from doors.chat.door import CHAT_API
+from doors.completions.completions_api import COMPLETIONS_API
 from doors.conversations.conversation_api import CONVERSATIONS_API
 from doors.embeddings.embeddings_api import EMBEDDINGS_API
 from doors.openai_chat.openai_compat import OPENAI_API
@@ -21,5 +22,6 @@ TABLE = RouteTable.of(
     CHAT_API,
     RESPONSES_API,
     EMBEDDINGS_API,
+    COMPLETIONS_API,
     OPENAI_API,
 )
