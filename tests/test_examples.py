@@ -11,6 +11,8 @@ import sys
 import pytest
 from conftest import ROOT, Runtime, expected_tokens, expected_wire
 
+from surface import settings
+
 pytestmark = pytest.mark.runtime
 
 PROMPT = 'Hi "there" \\ édge 🌍'
@@ -97,6 +99,7 @@ def test_open_webui_settings_point_at_routes_that_answer(runtime: Runtime) -> No
             "@cf/meta/llama-3.1-8b-instruct-fast",
             "@cf/openai/gpt-oss-20b",
             "@cf/zai-org/glm-4.7-flash",
+            *settings.DEFAULT_EMBEDDING_MODELS,  # /v1/embeddings' models, listed after them
         ]
         body = {
             "model": models["data"][0]["id"],

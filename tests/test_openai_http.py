@@ -13,7 +13,11 @@ import pytest
 from cases import CASES
 from conftest import IDLE_LIMIT, Runtime, assert_stopped, expected_tokens, expected_usage
 
+from surface import settings
+
 pytestmark = pytest.mark.runtime
+
+EMBEDDING_MODELS = settings.DEFAULT_EMBEDDING_MODELS  # listed after the chat models
 
 NATIVE = "@cf/google/gemma-4-26b-a4b-it"
 OPENAI_SHAPED = "@cf/openai/gpt-oss-20b"
@@ -107,6 +111,7 @@ def test_models_list(client: openai.OpenAI) -> None:
         "@cf/meta/llama-3.1-8b-instruct-fast",
         OPENAI_SHAPED,
         "@cf/zai-org/glm-4.7-flash",
+        *EMBEDDING_MODELS,
     ]
 
 
