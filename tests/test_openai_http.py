@@ -226,6 +226,15 @@ def test_kill_switch_is_503_in_the_sdk(client: openai.OpenAI, runtime: Runtime) 
         with pytest.raises(openai.InternalServerError) as info:
             client.chat.completions.create(model=NATIVE, messages=convo("hi"))
         assert info.value.status_code == 503 and info.value.body["code"] == "ai_unavailable"  # type: ignore[index]
+        calls = len(runtime.calls())
+        # The doors of issue 34 are behind the same switch.
+        with pytest.raises(openai.InternalServerError) as info:
+            client.completions.create(model=NATIVE, prompt="hi")
+        assert info.value.status_code == 503 and info.value.code == "ai_unavailable"
+        with pytest.raises(openai.InternalServerError) as info:
+            client.embeddings.create(model=EMBEDDING_MODELS[0], input="hi")
+        assert info.value.status_code == 503 and info.value.code == "ai_unavailable"
+        assert len(runtime.calls()) == calls
     finally:
         runtime.set_vars(AI_CHAT_DISABLED=None)
 
