@@ -20,6 +20,7 @@ from streaming.relay import OneShot
 from surface.errors import ApiError
 from surface.settings import SettingsError, load
 from surface.web import WebResponse
+from workers_ai import catalog, fallback
 from workers_ai.service import RunOptions, UpstreamFailure
 
 SETTINGS = load({"AI_MODELS": "m1"}.get)
@@ -219,3 +220,16 @@ def test_an_embedding_model_on_the_chat_doors_is_a_400() -> None:
         )
         assert response.status == 400 and isinstance(response.body, bytes), path
         assert b"wrong_model_type" in response.body and b"/v1/embeddings" in response.body, path
+
+
+def test_embedding_fallbacks_with_the_live_catalog_loaded() -> None:
+    """The live catalog lists the chat models alone: an embedding fallback is still taken."""
+    sent = {"text": ["a"]}
+    catalog.loaded([{"name": "m1", "properties": []}], now=0.0, every=3600.0)
+    try:
+        assert catalog.info(GEMMA).listed is False
+        assert fallback.inputs_for(GEMMA, sent, BGE) == sent
+        assert fallback.inputs_for("m1", sent, BGE) is None
+        assert fallback.inputs_for(BGE, {"messages": []}, "m1") is None
+    finally:
+        catalog.reset()

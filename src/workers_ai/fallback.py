@@ -34,10 +34,14 @@ def _has_images(inputs: dict[str, Any]) -> bool:
 
 def inputs_for(model: str, inputs: dict[str, Any], asked: str) -> dict[str, Any] | None:
     """What `model` is sent for a request made to `asked`; None when it cannot take it."""
+    if "text" in inputs:
+        # An embedding request: only another embedding model takes the same texts. The live
+        # catalog lists chat models alone, so it has nothing to say of these.
+        return dict(inputs) if model == asked or catalog.embedder(model) else None
+    if model != asked and catalog.embedder(model) is not None:
+        return None  # nor does a chat request go to an embedding model
     facts = catalog.info(model)
     if model != asked:
-        if (catalog.embedder(model) is None) != (catalog.embedder(asked) is None):
-            return None  # an embedding request never falls back to a chat model, nor back
         first = catalog.info(asked)
         if (
             facts.listed is False
