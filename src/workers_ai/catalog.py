@@ -72,7 +72,8 @@ CONTEXT_WINDOWS: dict[str, int] = {
 
 
 # Embedding models (the catalog's task "Text Embeddings", read 2026-11): they take
-# {"text": string | string[]} and answer {"shape", "data": [[floats]], "pooling"}. `width` is
+# {"text": string | string[]} and answer {"shape", "data": [[floats]]} (the bge models add
+# "pooling"); none takes a width, so `dimensions` is cut here (embedding_vectors.narrowed). `width` is
 # the vector's length, `tokens` the longest input the model reads, `narrower` the shorter
 # widths it was trained for (Matryoshka: a prefix, L2-normalized again, is an embedding too).
 @dataclass(frozen=True, slots=True, kw_only=True)

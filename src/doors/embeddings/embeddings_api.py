@@ -21,7 +21,9 @@ from surface.web import WebResponse, json_response
 from workers_ai import affinity, catalog
 from workers_ai.service import open_answer
 
-MAX_INPUTS = 100  # texts in one request (Workers AI's batch for the bge models)
+# Texts in one request: the models' own input schema (maxItems 100, each text minLength 1;
+# developers.cloudflare.com/workers-ai/models/embeddinggemma-300m, read 2026-11).
+MAX_INPUTS = 100
 MAX_INPUT_CHARS = 65_536  # characters in one text (8,192 tokens, bge-m3's longest, at 8 a token)
 FIELDS = ("model", "input", "encoding_format", "dimensions", "user")
 # LangChain's OpenAIEmbeddings sends tiktoken ids unless told otherwise; they are OpenAI's
