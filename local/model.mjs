@@ -21,6 +21,10 @@
 // prompt tokens of a conversation that continues it as usage.prompt_tokens_details.cached_tokens.
 // Every call's options (rejectIfBusy, gateway) and affinity header are in /__local/calls.
 //
+// Embedding models (EMBEDDING_WIDTHS) take {"text": string | string[]} and answer
+// {"shape", "data", "pooling"}, as Workers AI does: each text's vector is a function of it
+// (embeddingVector), a unit vector of float32 values. `prompt` is one user message.
+//
 // Directives in the last user message steer it, for tests and demos:
 //   [[busy:PART]]        models whose id contains PART are busy: 429, internalCode 3040, at once
 //                        when options.rejectIfBusy is set, else the call queues (BUSY_QUEUE_MS) and
@@ -103,6 +107,8 @@ function entry(name, description, props) {
   return { id: `local-${name.split("/").pop()}`, source: 1, name, description, task: TEXT_GENERATION, tags: [],
     properties: Object.entries(props).map(([property_id, value]) => ({ property_id, value: String(value) })) };
 }
+const TEXT_EMBEDDINGS = { id: "0137cdcf-162a-4108-94f2-1ca59e8c65ee", name: "Text Embeddings",
+  description: "Feature extraction models transform raw data into numerical features that can be processed while preserving the information in the original dataset." };
 export const CATALOG = [
   entry("@cf/google/gemma-4-26b-a4b-it", "Gemma 4 26B A4B: vision, tools, thinking.", { context_window: 256000, function_calling: true, vision: true }),
   entry("@cf/meta/llama-3.1-8b-instruct-fast", "Llama 3.1 8B, fast.", { context_window: 128000 }),
@@ -112,6 +118,9 @@ export const CATALOG = [
   entry("@cf/zai-org/glm-4.7-flash", "GLM-4.7-Flash.", { context_window: 131072, function_calling: true, reasoning: true, enable_thinking: true }),
   entry("@cf/moonshotai/kimi-k2.6", "Kimi K2.6 (Workers Paid).", { context_window: 262144, function_calling: true, reasoning: true, vision: true }),
   entry("@cf/qwen/qwen3-30b-a3b-fp8", "Qwen3 30B A3B.", { context_window: 32768, function_calling: true, reasoning: true, enable_thinking: true }),
+  { ...entry("@cf/baai/bge-m3", "BGE-M3: multilingual embeddings.", { context_window: 8192 }), task: TEXT_EMBEDDINGS },
+  { ...entry("@cf/baai/bge-base-en-v1.5", "BAAI general embedding, base.", { context_window: 512 }), task: TEXT_EMBEDDINGS },
+  { ...entry("@cf/google/embeddinggemma-300m", "EmbeddingGemma 300M.", { context_window: 2048 }), task: TEXT_EMBEDDINGS },
 ];
 
 export function isReasoningModel(model) {
@@ -342,6 +351,36 @@ function oneShot(model, answer, usage, format) {
   return { response, tool_calls: answer.calls, usage };
 }
 
+// Embedding models (task "Text Embeddings") and the width of their vectors.
+export const EMBEDDING_WIDTHS = {
+  "@cf/baai/bge-m3": 1024,
+  "@cf/baai/bge-base-en-v1.5": 768,
+  "@cf/baai/bge-small-en-v1.5": 384,
+  "@cf/baai/bge-large-en-v1.5": 1024,
+  "@cf/google/embeddinggemma-300m": 768,
+};
+
+function embeddingTexts(inputs) {
+  if (typeof inputs.text === "string") return [inputs.text];
+  return Array.isArray(inputs.text) ? inputs.text.map(String) : null;
+}
+
+// A deterministic unit vector per text: numbers from a generator seeded by the text's SHA-256,
+// as float32 values (what a model's tensor holds), so base64 and float answers are the same.
+export function embeddingVector(text, width) {
+  const seed = crypto.createHash("sha256").update(text, "utf8").digest().readInt32LE(0);
+  const rand = mulberry32(seed);
+  const raw = Array.from({ length: width }, () => rand() * 2 - 1);
+  const norm = Math.sqrt(raw.reduce((sum, x) => sum + x * x, 0));
+  return raw.map((x) => Math.fround(x / norm));
+}
+
+// As Workers AI answers: {shape: [n, width], data: [[...]], pooling}; no usage.
+function embeddings(model, texts) {
+  const width = EMBEDDING_WIDTHS[model];
+  return { shape: [texts.length, width], data: texts.map((t) => embeddingVector(t, width)), pooling: "cls" };
+}
+
 function sendJson(res, status, value, headers = {}) {
   const body = JSON.stringify(value);
   res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(body), ...headers });
@@ -400,7 +439,12 @@ export function startModel({ port = 0, paceMs = 40 } = {}) {
       call.status = 400;
       return sendJson(res, 400, { internalCode: 5006, description: "Error: request body is not a JSON object", name: "InferenceUpstreamError" });
     }
-    const messages = Array.isArray(inputs.messages) ? inputs.messages : [];
+    // Workers AI's `prompt` input is one user message to the chat template; an embedding
+    // call's texts carry their directives ([[error:3040]], say) the same way.
+    const texts = embeddingTexts(inputs);
+    const messages = Array.isArray(inputs.messages) ? inputs.messages
+      : typeof inputs.prompt === "string" ? [{ role: "user", content: inputs.prompt }]
+      : (texts ?? []).map((content) => ({ role: "user", content }));
     const answer = answerTokens(messages, inputs.max_tokens, inputs.tools);
     const { opts } = answer;
     const busy = [...contentText([...messages].reverse().find((m) => m.role === "user")?.content ?? "").matchAll(/\[\[busy:([\w.-]+)\]\]/g)]
@@ -419,6 +463,18 @@ export function startModel({ port = 0, paceMs = 40 } = {}) {
       // run() never answers: the Worker's own limit must end the request, and close this.
       res.on("close", () => { call.clientClosedAt = call.closedAt = now(); call.chunksAtClose = 0; });
       return;
+    }
+    if (texts !== null) {
+      if (!EMBEDDING_WIDTHS[model]) {
+        call.status = 400;
+        return sendJson(res, 400, { internalCode: 5006, description: `Error: ${model} takes messages or prompt, not text`, name: "InferenceUpstreamError" });
+      }
+      call.finishedAt = now();
+      return sendJson(res, 200, embeddings(model, texts), { "cf-ai-req-id": reqId });
+    }
+    if (EMBEDDING_WIDTHS[model]) {
+      call.status = 400;
+      return sendJson(res, 400, { internalCode: 5006, description: "Error: required properties at '/' are 'text'", name: "InferenceUpstreamError" });
     }
     const pt = promptTokens(messages);
     const completion = answer.tokens.length + answer.thinking.length + answer.calls.reduce((n, c) => n + argumentPieces(c.arguments).length, 0);

@@ -121,6 +121,7 @@ def test_the_configuration_table_says_what_the_code_does_unset() -> None:
             f"{var}: {CONFIG[var][1]!r}, the code says {value}"
         )
     assert CONFIG["AI_MODELS"][1] == f"`{','.join(unset.models)}`"
+    assert CONFIG["EMBEDDING_MODELS"][1] == f"`{','.join(unset.embedding_models)}`"
     assert unset.default_model == model and CONFIG["AI_DEFAULT_MODEL"][1] == "first of `AI_MODELS`"
     assert CONFIG["AI_MAX_TOKENS_DEFAULT"][1].startswith(f"`{unset.default_max_tokens}`")
     assert settings.load({"AI_MAX_TOKENS_LIMIT": "100"}.get).default_max_tokens == 100

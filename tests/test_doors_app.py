@@ -1,5 +1,6 @@
-"""/v1/responses and /api/v1/ui-chat in the route table: the same kill switch, keys, rate limit,
-CORS and error shapes as the chat doors, and their handlers over a fake model (host)."""
+"""/v1/responses, /api/v1/ui-chat, /v1/completions and /v1/embeddings in the route table: the
+same kill switch, keys, rate limit, CORS and error shapes as the chat doors, and their handlers
+over a fake model (host)."""
 
 from __future__ import annotations
 
@@ -131,7 +132,7 @@ def test_keys_kill_switch_rate_limit_and_cors_as_on_the_other_doors() -> None:
         model,
     )
     assert keyed.status == 200
-    for path in ("/v1/responses", "/api/v1/ui-chat"):
+    for path in ("/v1/responses", "/api/v1/ui-chat", "/v1/completions", "/v1/embeddings"):
         off = call(
             request("POST", path, b"{not json", **JSON), {**KEYED, "AI_CHAT_DISABLED": "1"}, model
         )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
 import socket
@@ -10,6 +11,9 @@ import sys
 
 import pytest
 from conftest import ROOT, Runtime, expected_tokens, expected_wire
+from test_embeddings_http import expected
+
+from surface import settings
 
 pytestmark = pytest.mark.runtime
 
@@ -80,6 +84,30 @@ def test_a_second_turn_after_a_reasoning_answer(runtime: Runtime, name: str) -> 
         assert sent[1].get("reasoning") == "Let me think", sent[1]
 
 
+def test_the_completions_example_prints_the_answer(runtime: Runtime) -> None:
+    out = run(runtime, [sys.executable, "examples/openai_completions.py", PROMPT])
+    assert out == "".join(expected_tokens(MESSAGES)) + "\n"
+    call = runtime.last_call()
+    assert call["inputs"] == {"prompt": PROMPT, "stream": True, "max_tokens": 256}
+
+
+def test_the_embeddings_example_prints_the_similarity(runtime: Runtime) -> None:
+    texts = ["a cat", PROMPT]
+    out = run(runtime, [sys.executable, "examples/langchain_embeddings.py", *texts])
+    first, second = expected(texts, 1024)
+    cosine = sum(a * b for a, b in zip(first, second, strict=True)) / (
+        math.sqrt(sum(a * a for a in first)) * math.sqrt(sum(b * b for b in second))
+    )
+    assert out == f"1024 dimensions; cosine similarity {cosine:.4f}\n"
+    assert runtime.last_call()["inputs"] == {"text": texts}
+
+
+OTHER_DOORS = {
+    "openai_completions.py": [sys.executable],
+    "langchain_embeddings.py": [sys.executable],
+}
+
+
 def test_curl_example_prints_the_events(runtime: Runtime) -> None:
     if shutil.which("curl") is None:
         pytest.skip("curl is not installed")
@@ -97,6 +125,7 @@ def test_open_webui_settings_point_at_routes_that_answer(runtime: Runtime) -> No
             "@cf/meta/llama-3.1-8b-instruct-fast",
             "@cf/openai/gpt-oss-20b",
             "@cf/zai-org/glm-4.7-flash",
+            *settings.DEFAULT_EMBEDDING_MODELS,  # /v1/embeddings' models, listed after them
         ]
         body = {
             "model": models["data"][0]["id"],
@@ -117,10 +146,10 @@ def closed_port() -> int:
         return int(s.getsockname()[1])
 
 
-@pytest.mark.parametrize("name", [*EXAMPLES, *SECOND_TURN])
+@pytest.mark.parametrize("name", [*EXAMPLES, *SECOND_TURN, *OTHER_DOORS])
 def test_without_a_server_an_example_says_what_to_do_in_one_line(name: str) -> None:
     url = f"http://127.0.0.1:{closed_port()}"
-    command = [*{**EXAMPLES, **SECOND_TURN}[name], f"examples/{name}", "Hello!"]
+    command = [*{**EXAMPLES, **SECOND_TURN, **OTHER_DOORS}[name], f"examples/{name}", "Hello!"]
     env = {**os.environ, "AI_CHAT_URL": url, "PYTHONIOENCODING": "utf-8"}
     result = subprocess.run(
         command, cwd=ROOT, env=env, capture_output=True, text=True, encoding="utf-8", timeout=60

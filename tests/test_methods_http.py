@@ -37,6 +37,8 @@ def test_the_table_is_what_these_tests_cover() -> None:
             "/__local/stats",
             "/api/v1/ui-chat",
             "/v1/responses",
+            "/v1/completions",
+            "/v1/embeddings",
             "/api/v1/conversations",
             conversation,
             conversation + "/messages",

@@ -13,7 +13,11 @@ import pytest
 from cases import CASES
 from conftest import IDLE_LIMIT, Runtime, assert_stopped, expected_tokens, expected_usage
 
+from surface import settings
+
 pytestmark = pytest.mark.runtime
+
+EMBEDDING_MODELS = settings.DEFAULT_EMBEDDING_MODELS  # listed after the chat models
 
 NATIVE = "@cf/google/gemma-4-26b-a4b-it"
 OPENAI_SHAPED = "@cf/openai/gpt-oss-20b"
@@ -107,6 +111,7 @@ def test_models_list(client: openai.OpenAI) -> None:
         "@cf/meta/llama-3.1-8b-instruct-fast",
         OPENAI_SHAPED,
         "@cf/zai-org/glm-4.7-flash",
+        *EMBEDDING_MODELS,
     ]
 
 
@@ -221,6 +226,15 @@ def test_kill_switch_is_503_in_the_sdk(client: openai.OpenAI, runtime: Runtime) 
         with pytest.raises(openai.InternalServerError) as info:
             client.chat.completions.create(model=NATIVE, messages=convo("hi"))
         assert info.value.status_code == 503 and info.value.body["code"] == "ai_unavailable"  # type: ignore[index]
+        calls = len(runtime.calls())
+        # The doors of issue 34 are behind the same switch.
+        with pytest.raises(openai.InternalServerError) as info:
+            client.completions.create(model=NATIVE, prompt="hi")
+        assert info.value.status_code == 503 and info.value.code == "ai_unavailable"
+        with pytest.raises(openai.InternalServerError) as info:
+            client.embeddings.create(model=EMBEDDING_MODELS[0], input="hi")
+        assert info.value.status_code == 503 and info.value.code == "ai_unavailable"
+        assert len(runtime.calls()) == calls
     finally:
         runtime.set_vars(AI_CHAT_DISABLED=None)
 

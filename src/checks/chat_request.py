@@ -158,6 +158,14 @@ def parse_model(value: object, settings: Settings) -> str:
         return settings.default_model
     if not isinstance(value, str):
         raise invalid("model", "must be a string")
+    if value in settings.embedding_models:
+        raise ApiError(
+            400,
+            "wrong_model_type",
+            f"model: {shown(value)} is an embedding model: POST /v1/embeddings takes it; "
+            f"chat takes one of {', '.join(settings.models)}",
+            param="model",
+        )
     if value not in settings.models:
         raise ApiError(
             400,

@@ -14,6 +14,13 @@ T = TypeVar("T", int, float)
 Lookup = Callable[[str], "str | None"]
 
 DEFAULT_MODELS = ("@cf/google/gemma-4-26b-a4b-it",)
+# Active embedding models of the Workers AI catalog (read 2026-11): multilingual, English, and
+# Google's EmbeddingGemma (Matryoshka widths). /v1/embeddings takes these; the chat doors none.
+DEFAULT_EMBEDDING_MODELS = (
+    "@cf/baai/bge-m3",
+    "@cf/baai/bge-base-en-v1.5",
+    "@cf/google/embeddinggemma-300m",
+)
 
 
 class SettingsError(Exception):
@@ -43,6 +50,8 @@ class Settings:
     # Tried in order when the model is busy (3040) or needs a paid plan (5035) before its
     # first byte (app.open_answer); any Workers AI id, in AI_MODELS or not.
     fallback_models: tuple[str, ...] = ()
+    # EMBEDDING_MODELS: the allow-list of POST /v1/embeddings, never in AI_MODELS.
+    embedding_models: tuple[str, ...] = DEFAULT_EMBEDDING_MODELS
 
 
 def chat_disabled(lookup: Lookup) -> bool:
@@ -118,7 +127,19 @@ def load(lookup: Lookup) -> Settings:
         allowed_origins=_list(lookup, "CORS_ALLOWED_ORIGINS"),
         fallback_models=_fallbacks(lookup),
         stream_window=stream_window(lookup),
+        embedding_models=_embedding_models(lookup, models),
     )
+
+
+def _embedding_models(lookup: Lookup, chat: tuple[str, ...]) -> tuple[str, ...]:
+    models = _list(lookup, "EMBEDDING_MODELS") or DEFAULT_EMBEDDING_MODELS
+    for model in models:
+        if model in chat:
+            raise SettingsError(
+                f"EMBEDDING_MODELS={lookup('EMBEDDING_MODELS')!r}: {model!r} is in AI_MODELS; "
+                "a model is a chat model or an embedding model, not both"
+            )
+    return tuple(dict.fromkeys(models))
 
 
 BODY_TIMEOUT_DEFAULT = 30.0

@@ -61,7 +61,9 @@ def estimate(inputs: dict[str, Any]) -> int:
         chars += text + sum(_chars(m[k]) for k in ("reasoning", "tool_calls") if m.get(k))
         images += pictures
     chars += sum(
-        _chars(v) for k, v in inputs.items() if k != "messages" and isinstance(v, (list, dict))
+        _chars(v)
+        for k, v in inputs.items()
+        if (k != "messages" and isinstance(v, (list, dict))) or k == "prompt"
     )
     max_tokens = inputs.get("max_tokens")
     output = max_tokens if isinstance(max_tokens, int) else 0

@@ -70,6 +70,46 @@ CONTEXT_WINDOWS: dict[str, int] = {
     "@cf/moonshotai/kimi-k2.6": 262_144,
 }
 
+
+# Embedding models (the catalog's task "Text Embeddings", read 2026-11): they take
+# {"text": string | string[]} and answer {"shape", "data": [[floats]]} (the bge models add
+# "pooling"); none takes a width, so `dimensions` is cut here (embedding_vectors.narrowed). `width` is
+# the vector's length, `tokens` the longest input the model reads, `narrower` the shorter
+# widths it was trained for (Matryoshka: a prefix, L2-normalized again, is an embedding too).
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Embedder:
+    width: int
+    tokens: int
+    narrower: tuple[int, ...] = ()
+
+
+EMBEDDERS: dict[str, Embedder] = {
+    "@cf/baai/bge-m3": Embedder(width=1024, tokens=8192),
+    "@cf/baai/bge-base-en-v1.5": Embedder(width=768, tokens=512),
+    "@cf/baai/bge-small-en-v1.5": Embedder(width=384, tokens=512),
+    "@cf/baai/bge-large-en-v1.5": Embedder(width=1024, tokens=512),
+    # EmbeddingGemma's model card: truncate to 512, 256 or 128 and normalize again.
+    "@cf/google/embeddinggemma-300m": Embedder(width=768, tokens=2048, narrower=(512, 256, 128)),
+}
+EMBEDDING_TASK = "Text Embeddings"
+
+
+def embedder(model: str) -> Embedder | None:
+    """An embedding model's facts; None for any other model."""
+    return EMBEDDERS.get(model.lower())
+
+
+def embedding_capabilities(model: str) -> dict[str, object]:
+    """What /v1/models says of an embedding model."""
+    facts = embedder(model)
+    return {
+        "task": "embeddings",
+        "dimensions": facts.width if facts else None,
+        "dimensions_allowed": [facts.width, *facts.narrower] if facts else [],
+        "max_input_tokens": facts.tokens if facts else None,
+    }
+
+
 REFRESH_VAR = "AI_CATALOG_REFRESH_SECONDS"
 REFRESH_SECONDS = 3600.0
 RETRY_SECONDS = 60.0  # after a failed catalog call

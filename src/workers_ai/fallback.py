@@ -4,7 +4,8 @@ The asked model first, then AI_FALLBACK_MODELS. A fallback only gets a request i
 as it is (images need vision, tools need function calling, JSON mode and min_p the same
 input schema as the asked model), and only what it reads: reasoning sent back goes to a model
 that reasons, a reasoning effort becomes chat_template_kwargs.enable_thinking for a model
-whose template switches thinking.
+whose template switches thinking, a completion's prompt becomes one user message for a model
+that takes OpenAI's schema, and an embedding request goes to embedding models only.
 """
 
 from __future__ import annotations
@@ -33,6 +34,12 @@ def _has_images(inputs: dict[str, Any]) -> bool:
 
 def inputs_for(model: str, inputs: dict[str, Any], asked: str) -> dict[str, Any] | None:
     """What `model` is sent for a request made to `asked`; None when it cannot take it."""
+    if "text" in inputs:
+        # An embedding request: only another embedding model takes the same texts. The live
+        # catalog lists chat models alone, so it has nothing to say of these.
+        return dict(inputs) if model == asked or catalog.embedder(model) else None
+    if model != asked and catalog.embedder(model) is not None:
+        return None  # nor does a chat request go to an embedding model
     facts = catalog.info(model)
     if model != asked:
         first = catalog.info(asked)
@@ -45,6 +52,10 @@ def inputs_for(model: str, inputs: dict[str, Any], asked: str) -> dict[str, Any]
         if facts.openai_schema != first.openai_schema and any(k in inputs for k in _SCHEMA_BOUND):
             return None
     out = dict(inputs)
+    if facts.openai_schema and isinstance(out.get("prompt"), str):
+        # /v1/completions sends Workers AI's `prompt` (the model's chat template around it);
+        # OpenAI-schema models take messages only, which is the same template.
+        out["messages"] = [{"role": "user", "content": out.pop("prompt")}]
     if not facts.reasons and any(
         isinstance(m, dict) and "reasoning" in m for m in out.get("messages") or ()
     ):

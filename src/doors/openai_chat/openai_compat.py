@@ -22,6 +22,7 @@ from doors.openai_chat.openai_messages import parse_tool_choice, parse_tools
 from streaming.stop import parse_stop
 from surface.errors import ApiError, clip, invalid
 from surface.routing import Api, Context, Route, parse_body
+from surface.settings import Settings
 from surface.version import RELEASED
 from surface.web import SSE_HEADERS, Relayed, WebResponse, json_response
 from workers_ai import affinity, catalog
@@ -73,7 +74,7 @@ class CompletionRequest:
         return inputs
 
 
-def _stream_options(body: dict[str, Any], stream: bool) -> bool:
+def stream_options(body: dict[str, Any], stream: bool) -> bool:
     options = body.get("stream_options")
     if options is None:
         return False
@@ -104,7 +105,7 @@ def parse_completion(body: dict[str, Any], ctx: Context) -> CompletionRequest:
         stream = False
     if not isinstance(stream, bool):
         raise invalid("stream", "must be a boolean")
-    include_usage = _stream_options(body, stream)
+    include_usage = stream_options(body, stream)
     if body.get("max_completion_tokens") is not None:
         max_tokens = parse_max_tokens(
             "max_completion_tokens", body["max_completion_tokens"], ctx.settings
@@ -207,10 +208,20 @@ def model_object(model: str) -> dict[str, Any]:
     }
 
 
+def embedding_model_object(model: str) -> dict[str, Any]:
+    """An embedding model (POST /v1/embeddings): `capabilities.task` says so."""
+    return {**model_object(model), "capabilities": catalog.embedding_capabilities(model)}
+
+
+def listed(settings: Settings) -> dict[str, dict[str, Any]]:
+    """Every model /v1/models lists by id: the chat models, then the embedding models."""
+    out = {m: model_object(m) for m in settings.models}
+    out.update((m, embedding_model_object(m)) for m in settings.embedding_models)
+    return out
+
+
 async def models(ctx: Context) -> WebResponse:
-    return json_response(
-        200, {"object": "list", "data": [model_object(m) for m in ctx.settings.models]}
-    )
+    return json_response(200, {"object": "list", "data": list(listed(ctx.settings).values())})
 
 
 MODEL_PREFIX = "/v1/models/"
@@ -219,14 +230,15 @@ MODEL_PREFIX = "/v1/models/"
 async def model(ctx: Context) -> WebResponse:
     """GET /v1/models/{id}: ids have slashes (@cf/meta/...), and clients may percent-encode them."""
     wanted = unquote(ctx.request.path[len(MODEL_PREFIX) :])
-    if wanted not in ctx.settings.models:
+    found = listed(ctx.settings).get(wanted)
+    if found is None:
         raise ApiError(
             404,
             "model_not_found",
             f"The model {wanted!r} does not exist; GET /v1/models lists the models.",
             param="model",
         )
-    return json_response(200, model_object(wanted))
+    return json_response(200, found)
 
 
 OPENAI_API = Api(

@@ -1,0 +1,89 @@
+"""What an embedding model answered, as OpenAI's embeddings list: the vectors checked, cut to
+the asked width (Matryoshka models), as JSON numbers or base64 (OpenAI's: the little-endian
+float32 bytes of each vector), with usage."""
+
+from __future__ import annotations
+
+import base64
+import math
+import struct
+from typing import Any
+
+from surface.errors import ApiError
+from workers_ai import budget
+
+FLOAT = "float"
+BASE64 = "base64"
+ENCODINGS = (FLOAT, BASE64)
+
+
+def bad_result(why: str) -> ApiError:
+    return ApiError(502, "upstream_error", f"The embedding model's answer was not usable: {why}.")
+
+
+def _number(value: object) -> bool:
+    if isinstance(value, float):
+        return math.isfinite(value)
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def vectors(result: object, count: int) -> list[list[float]]:
+    """Workers AI's {"shape": [n, width], "data": [[...], ...], "pooling": ...}: one vector of
+    finite numbers per input, all of one width, or a 502."""
+    data = result.get("data") if isinstance(result, dict) else None
+    if not isinstance(data, list) or len(data) != count:
+        got = len(data) if isinstance(data, list) else "no"
+        raise bad_result(f"{got} vectors for {count} inputs")
+    width = len(data[0]) if isinstance(data[0], list) else 0
+    for vector in data:
+        if not isinstance(vector, list) or len(vector) != width or width == 0:
+            raise bad_result("vectors of different or no widths")
+        if not all(_number(x) for x in vector):
+            raise bad_result("a vector holds something other than finite numbers")
+    return [[float(x) for x in vector] for vector in data]
+
+
+def narrowed(vector: list[float], width: int) -> list[float]:
+    """The first `width` numbers, L2-normalized again (a Matryoshka model's shorter vector)."""
+    if width >= len(vector):
+        return vector
+    head = vector[:width]
+    norm = math.sqrt(sum(x * x for x in head))
+    return [x / norm for x in head] if norm > 0 else head
+
+
+def encoded(vector: list[float], encoding: str) -> list[float] | str:
+    if encoding == FLOAT:
+        return vector
+    try:
+        packed = struct.pack("<%df" % len(vector), *vector)
+    except OverflowError:
+        raise bad_result("a number too large for float32") from None
+    return base64.b64encode(packed).decode("ascii")
+
+
+def prompt_tokens(result: object, texts: tuple[str, ...]) -> int:
+    """The model's own count when it gives one, else the estimate the context checks use."""
+    usage = result.get("usage") if isinstance(result, dict) else None
+    given = usage.get("prompt_tokens") if isinstance(usage, dict) else None
+    if isinstance(given, int) and not isinstance(given, bool) and given >= 0:
+        return given
+    return sum(max(1, math.ceil(len(t) / budget.CHARS_PER_TOKEN)) for t in texts)
+
+
+def embedding_list(
+    result: object, *, texts: tuple[str, ...], model: str, width: int | None, encoding: str
+) -> dict[str, Any]:
+    """OpenAI's CreateEmbeddingResponse for the model's result."""
+    data = []
+    for index, vector in enumerate(vectors(result, len(texts))):
+        if width is not None:
+            vector = narrowed(vector, width)
+        data.append({"object": "embedding", "index": index, "embedding": encoded(vector, encoding)})
+    tokens = prompt_tokens(result, texts)
+    return {
+        "object": "list",
+        "data": data,
+        "model": model,
+        "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+    }

@@ -1,0 +1,235 @@
+"""/v1/embeddings on the host: the request parser, the encoder's exact bytes (float and
+base64), narrower widths, the route over a fake model with the other doors' policies."""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+import struct
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from fakes import FakeLimiter
+from test_app import call, request
+
+from doors.embeddings.embedding_vectors import embedding_list, narrowed, vectors
+from doors.embeddings.embeddings_api import MAX_INPUT_CHARS, MAX_INPUTS, parse_embeddings
+from streaming.relay import OneShot
+from surface.errors import ApiError
+from surface.settings import SettingsError, load
+from surface.web import WebResponse
+from workers_ai import catalog, fallback
+from workers_ai.service import RunOptions, UpstreamFailure
+
+SETTINGS = load({"AI_MODELS": "m1"}.get)
+BGE, GEMMA = "@cf/baai/bge-m3", "@cf/google/embeddinggemma-300m"
+JSON = {"content_type": "application/json"}
+
+
+def refused(body: dict[str, Any]) -> ApiError:
+    with pytest.raises(ApiError) as caught:
+        parse_embeddings(body, SETTINGS)
+    return caught.value
+
+
+def test_defaults_and_the_allow_list() -> None:
+    assert SETTINGS.embedding_models == (BGE, "@cf/baai/bge-base-en-v1.5", GEMMA)
+    request = parse_embeddings({"input": "hi"}, SETTINGS)
+    assert (request.model, request.texts, request.encoding, request.width) == (
+        BGE,
+        ("hi",),
+        "float",
+        None,
+    )
+    mine = load({"AI_MODELS": "m1", "EMBEDDING_MODELS": " e1 , e2,e1"}.get)
+    assert mine.embedding_models == ("e1", "e2")
+    with pytest.raises(SettingsError, match=r"EMBEDDING_MODELS=.*'m1' is in AI_MODELS"):
+        load({"AI_MODELS": "m1", "EMBEDDING_MODELS": "m1"}.get)
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "code", "param", "says"),
+    [
+        ({}, 400, "invalid_field", "input", "input: is required"),
+        ({"input": []}, 400, "invalid_field", "input", "at least one"),
+        ({"input": ""}, 400, "invalid_field", "input", "must not be empty"),
+        ({"input": ["a", 3]}, 400, "invalid_field", "input[1]", "must be a string"),
+        ({"input": [1, 2]}, 400, "invalid_field", "input", "token arrays"),
+        ({"input": [[1, 2]]}, 400, "invalid_field", "input[0]", "check_embedding_ctx_length"),
+        ({"input": ["a"] * (MAX_INPUTS + 1)}, 400, "too_many_inputs", "input", "101 texts"),
+        ({"input": "x" * (MAX_INPUT_CHARS + 1)}, 400, "input_too_long", "input", "split"),
+        ({"input": "a", "model": "m1"}, 400, "wrong_model_type", "model", "is a chat model"),
+        ({"input": "a", "model": "@cf/x"}, 400, "unknown_model", "model", "choose one of"),
+        ({"input": "a", "encoding_format": "hex"}, 400, "invalid_field", "encoding_format", "hex"),
+        ({"input": "a", "dimensions": 512}, 400, "unsupported_parameter", "dimensions", "1024"),
+        ({"input": "a", "dimensions": 0}, 400, "invalid_field", "dimensions", "positive"),
+        (
+            {"input": "a", "model": GEMMA, "dimensions": 300},
+            400,
+            "unsupported_parameter",
+            "dimensions",
+            "768 or 512 or 256 or 128",
+        ),
+        (
+            {"input": "a", "extra": 1},
+            400,
+            "unsupported_parameter",
+            "extra",
+            "it takes model, input",
+        ),
+    ],
+)
+def test_every_refusal_names_its_field(
+    body: dict[str, Any], status: int, code: str, param: str, says: str
+) -> None:
+    error = refused(body)
+    assert (error.status, error.code, error.param) == (status, code, param)
+    assert says in error.message, error.message
+
+
+def test_dimensions_the_model_has() -> None:
+    assert parse_embeddings({"input": "a", "dimensions": 1024}, SETTINGS).width is None
+    assert (
+        parse_embeddings({"input": "a", "model": GEMMA, "dimensions": 256}, SETTINGS).width == 256
+    )
+
+
+RESULT = {"shape": [2, 2], "data": [[0.5, -0.25], [1, 0.0]], "pooling": "cls"}
+
+
+def test_float_body_exact_bytes() -> None:
+    body = embedding_list(RESULT, texts=("hi", "there"), model="e", width=None, encoding="float")
+    assert json.dumps(body, ensure_ascii=False).encode() == (
+        b'{"object": "list", "data": [{"object": "embedding", "index": 0, "embedding": [0.5, -0.25]},'
+        b' {"object": "embedding", "index": 1, "embedding": [1.0, 0.0]}], "model": "e",'
+        b' "usage": {"prompt_tokens": 3, "total_tokens": 3}}'
+    )
+
+
+def test_base64_is_little_endian_float32() -> None:
+    body = embedding_list(RESULT, texts=("hi", "there"), model="e", width=None, encoding="base64")
+    first = body["data"][0]["embedding"]
+    assert first == "AAAAPwAAgL4="  # 0.5 = 00 00 00 3f, -0.25 = 00 00 80 be
+    assert base64.b64decode(first) == b"\x00\x00\x00\x3f\x00\x00\x80\xbe"
+    assert struct.unpack("<2f", base64.b64decode(body["data"][1]["embedding"])) == (1.0, 0.0)
+
+
+def test_the_models_own_usage_wins() -> None:
+    result = {**RESULT, "usage": {"prompt_tokens": 9}}
+    body = embedding_list(result, texts=("a", "b"), model="e", width=None, encoding="float")
+    assert body["usage"] == {"prompt_tokens": 9, "total_tokens": 9}
+
+
+def test_a_narrower_vector_is_a_unit_vector_again() -> None:
+    assert narrowed([3.0, 4.0, 12.0], 2) == [0.6, 0.8]
+    assert narrowed([3.0, 4.0], 2) == [3.0, 4.0]
+    body = embedding_list(
+        {"data": [[3.0, 4.0, 12.0]]}, texts=("a",), model="e", width=2, encoding="float"
+    )
+    assert body["data"][0]["embedding"] == [0.6, 0.8]
+
+
+@pytest.mark.parametrize(
+    "result",
+    [
+        None,
+        {"data": [[0.1]]},
+        {"data": [[0.1], [0.1, 0.2]]},
+        {"data": [[0.1], ["x"]]},
+        {"data": [[0.1], [math.inf]]},
+        {"data": [[], []]},
+    ],
+)
+def test_an_unusable_result_is_a_502(result: object) -> None:
+    with pytest.raises(ApiError) as caught:
+        vectors(result, 2)
+    assert (caught.value.status, caught.value.code) == (502, "upstream_error")
+
+
+def test_a_float32_overflow_is_a_502() -> None:
+    with pytest.raises(ApiError, match="float32"):
+        embedding_list({"data": [[1e300]]}, texts=("a",), model="e", width=None, encoding="base64")
+
+
+@dataclass
+class OneShotModel:
+    """A ChatModel whose every call answers whole, as an embedding model does."""
+
+    result: object
+    calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    fails: dict[str, Exception] = field(default_factory=dict)
+
+    async def stream(
+        self,
+        model: str,
+        inputs: dict[str, Any],
+        *,
+        timeout: float = 60.0,
+        options: RunOptions | None = None,
+    ) -> OneShot:
+        self.calls.append((model, inputs))
+        if model in self.fails:
+            raise self.fails[model]
+        return OneShot(result=self.result)
+
+    async def drain(self, source: object, relay: object) -> None:
+        raise AssertionError("an embedding is never drained")
+
+
+def post(
+    body: dict[str, Any], env: dict[str, str], model: OneShotModel, **headers: str
+) -> WebResponse:
+    raw = json.dumps(body).encode()
+    req = request("POST", "/v1/embeddings", raw, **JSON, **headers)
+    return call(req, env, model, FakeLimiter())  # type: ignore[arg-type]
+
+
+def test_the_route_opens_the_model_as_every_door_does() -> None:
+    model = OneShotModel(RESULT)
+    response = post({"input": ["hi", "there"], "model": GEMMA}, {"AI_MODELS": "m1"}, model)
+    assert response.status == 200 and isinstance(response.body, bytes)
+    assert json.loads(response.body)["model"] == GEMMA
+    assert model.calls == [(GEMMA, {"text": ["hi", "there"]})]
+    assert response.usage == {"prompt_tokens": 3, "total_tokens": 3}
+
+
+def test_kill_switch_keys_and_a_busy_model_fall_back_to_embedding_models_only() -> None:
+    model = OneShotModel(RESULT)
+    off = post({"input": "a"}, {"AI_CHAT_DISABLED": "1"}, model)
+    assert off.status == 503 and model.calls == []
+    keyed = post({"input": "a"}, {"API_KEYS": "sk-alpha"}, model)
+    assert keyed.status == 401 and model.calls == []
+    busy = UpstreamFailure("3040: Capacity temporarily exceeded, please try again.")
+    env = {"AI_MODELS": "m1", "AI_FALLBACK_MODELS": "@cf/meta/x," + GEMMA}
+    model = OneShotModel({"data": [[1.0, 0.0]]}, fails={BGE: busy})
+    response = post({"input": "a"}, env, model)
+    assert response.status == 200 and json.loads(response.body)["model"] == GEMMA  # type: ignore[arg-type]
+    assert [m for m, _ in model.calls] == [BGE, GEMMA]
+
+
+def test_an_embedding_model_on_the_chat_doors_is_a_400() -> None:
+    for path, body in [
+        ("/v1/chat/completions", {"model": BGE, "messages": [{"role": "user", "content": "a"}]}),
+        ("/api/v1/chat", {"model": BGE, "messages": [{"role": "user", "content": "a"}]}),
+        ("/v1/completions", {"model": BGE, "prompt": "a"}),
+    ]:
+        response = call(
+            request("POST", path, json.dumps(body).encode(), **JSON), {"AI_MODELS": "m1"}
+        )
+        assert response.status == 400 and isinstance(response.body, bytes), path
+        assert b"wrong_model_type" in response.body and b"/v1/embeddings" in response.body, path
+
+
+def test_embedding_fallbacks_with_the_live_catalog_loaded() -> None:
+    """The live catalog lists the chat models alone: an embedding fallback is still taken."""
+    sent = {"text": ["a"]}
+    catalog.loaded([{"name": "m1", "properties": []}], now=0.0, every=3600.0)
+    try:
+        assert catalog.info(GEMMA).listed is False
+        assert fallback.inputs_for(GEMMA, sent, BGE) == sent
+        assert fallback.inputs_for("m1", sent, BGE) is None
+        assert fallback.inputs_for(BGE, {"messages": []}, "m1") is None
+    finally:
+        catalog.reset()
