@@ -33,7 +33,7 @@ CUTS: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
         "+ request log, routing, settings, guard, rate limiter and the body read",
         [
             (
-                "surface.app.py",
+                "doors/chat/door.py",
                 "    request = parse_chat(await parse_body(ctx), ctx.settings)\n",
                 "    await parse_body(ctx)\n    return WebResponse(status=200, headers=SSE_HEADERS, body=b'ok')\n",
             )
@@ -43,7 +43,7 @@ CUTS: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
         "+ JSON parse and validation of the chat request",
         [
             (
-                "surface.app.py",
+                "doors/chat/door.py",
                 "    request = parse_chat(await parse_body(ctx), ctx.settings)\n",
                 "    request = parse_chat(await parse_body(ctx), ctx.settings)\n"
                 "    return WebResponse(status=200, headers=SSE_HEADERS, body=b'ok')\n",
@@ -65,7 +65,7 @@ CUTS: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
         [
             (
                 "entry.py",
-                "            body = RelayPipe(source.stream, relay, signal, ctx, on_end).stream",
+                "            body = RelayPipe(source.stream, relay, signal, ctx, on_end, window=window).stream",
                 "            body = source.stream",
             )
         ],

@@ -131,7 +131,10 @@ async function variantOptions(name, modelUrl) {
     };
   }
   const script = { js_probe: "js_probe.mjs", js_identity: "js_identity.mjs", js_reframer: "js_reframer.mjs" }[name];
-  return { name, modules: true, scriptPath: path.join(workers, script), compatibilityDate: COMPAT_DATE, compatibilityFlags: ["enable_request_signal"], ai };
+  // miniflare 5 follows no imports from a scriptPath: every module is named.
+  const files = name === "js_reframer" ? [script, "reframer.mjs"] : [script];
+  const modules = files.map((f) => ({ type: "ESModule", path: path.join(workers, f) }));
+  return { name, modules, modulesRoot: workers, compatibilityDate: COMPAT_DATE, compatibilityFlags: ["enable_request_signal"], ai };
 }
 
 const PATHS = { python_relay: "/api/v1/chat", python_relay_before: "/api/v1/chat", passthrough: "/", js_identity: "/", js_reframer: "/", ...Object.fromEntries(Object.keys(EXTRA_SRC).map((k) => [k, "/api/v1/chat"])) };
