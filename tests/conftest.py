@@ -33,7 +33,7 @@ PACE_MS = 15
 IDLE_LIMIT = 3.0
 TEST_VARS = {"STREAM_PING_SECONDS": "0.25", "UPSTREAM_TIMEOUT_SECONDS": f"{IDLE_LIMIT:g}"}
 # The suites send thousands of chats from 127.0.0.1 (what miniflare puts in CF-Connecting-IP):
-# wrangler.toml's rate limit would refuse most of them. tests/test_abuse_http.py sets its own.
+# wrangler.toml's rate limit would refuse most of them. tests/test_surface/test_abuse_http.py sets its own.
 TEST_RATELIMIT = "1000000/60"
 
 
@@ -250,3 +250,23 @@ def pytest_report_header() -> list[str]:
         f"CI: {os.environ.get('CI', '')}",
         f"WORKERD_PYODIDE_DIR: {os.environ.get('WORKERD_PYODIDE_DIR', '(unset: the launcher uses ../shared/workerd-pyodide if there, else workerd downloads its bundle)')}",
     ]
+
+
+def builtin_vectors(texts: list[str], width: int) -> list[list[float]]:
+    """The built-in model's vectors, from its own function (local/model.mjs embeddingVector)."""
+    script = (
+        "const m = await import('./local/model.mjs');"
+        "const [texts, width] = JSON.parse(process.argv[1]);"
+        "console.log(JSON.stringify(texts.map((t) => m.embeddingVector(t, width))));"
+    )
+    node = shutil.which("node") or "node"
+    out = subprocess.run(
+        [node, "--input-type=module", "-e", script, json.dumps([texts, width])],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=30,
+    )
+    vectors: list[list[float]] = json.loads(out.stdout)
+    return vectors

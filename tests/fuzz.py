@@ -6,7 +6,7 @@ deep, long strings, lone surrogates, NUL); some are then damaged as bytes (inval
 BOM, a cut, a flipped byte); the rest are raw byte or JSON-token soup. Each body is meant to
 be POSTed with Content-Type: application/json to the path it comes with.
 
-Plain Python and no harness: tests/test_fuzz_host.py runs the bodies through app.handle; an
+Plain Python and no harness: tests/test_doors/test_fuzz_host.py runs the bodies through app.handle; an
 over-HTTP run POSTs the same bodies and checks each answer with problem().
 
     for path, body in bodies(seed=1, count=10_000): ...

@@ -16,7 +16,7 @@ pytestmark = BROWSER_MARKS
 
 @pytest.fixture
 def runtime(stateless_runtime: Runtime) -> Runtime:
-    """The page without durable conversations (tests/test_page_durable.py: with them)."""
+    """The page without durable conversations (tests/browser/test_page_durable.py: with them)."""
     return stateless_runtime
 
 

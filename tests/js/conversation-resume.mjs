@@ -1,4 +1,4 @@
-// Run by tests/test_conversation_client_http.py against the Worker on workerd:
+// Run by tests/test_doors/conversations/test_conversation_client_http.py against the Worker on workerd:
 //   node tests/js/conversation-resume.mjs BASE_URL CONTENT CUT_AFTER_BYTES
 // The first answer's connection is cut after CUT_AFTER_BYTES (the real request is aborted, as
 // a dropped network would): streamConversation must resume it and get every event once.

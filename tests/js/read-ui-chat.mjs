@@ -3,7 +3,7 @@
 // stream with the SDK's own parser (every chunk checked against its schema). Prints one JSON
 // line: {"message": the assistant UIMessage, "chunks": the chunk types, "errors": [...]}.
 //   node tests/js/read-ui-chat.mjs URL '{"messages": [...], "body": {...}}'
-// (not a *.test.mjs: tests/test_ui_chat_http.py runs it against its own workerd.)
+// (not a *.test.mjs: tests/test_doors/ui_chat/test_ui_chat_http.py runs it against its own workerd.)
 import { DefaultChatTransport, readUIMessageStream } from "ai";
 
 const [url, request] = process.argv.slice(2);

@@ -8,7 +8,7 @@ import ast
 import sys
 from pathlib import Path
 
-SRC = Path(__file__).resolve().parent.parent / "src"
+SRC = Path(__file__).resolve().parents[2] / "src"
 DESIGN = SRC.parent / "docs" / "DESIGN.md"
 JS_MODULES = {"js", "pyodide", "pyodide_js", "workers"}
 # What the tests and tools import besides the standard library: src/ is first on sys.path.
@@ -61,3 +61,29 @@ def test_every_module_is_on_the_design_map() -> None:
         str(p.relative_to(SRC)) for p in modules() if p.name != "__init__.py" and p.name not in text
     ]
     assert not missing, f"not on docs/DESIGN.md's map: {missing}"
+
+
+def test_the_tests_mirror_the_packages() -> None:
+    """tests/test_<package>/ for each package of src/ (tests/test_doors/<door>/ for each door),
+    plus test_project/ and browser/; no test module at tests/ itself, none imports another."""
+    tests = SRC.parent / "tests"
+    packages = {p.name for p in SRC.iterdir() if (p / "__init__.py").exists()}
+    doors = {p.name for p in (SRC / "doors").iterdir() if (p / "__init__.py").exists()}
+    allowed = {f"test_{p}" for p in packages} | {"test_project", "browser"}
+    at_root = sorted(p.name for p in tests.glob("test_*.py"))
+    assert not at_root, f"test modules at tests/ itself, not in a package's folder: {at_root}"
+    misplaced, importing = [], []
+    for path in sorted(tests.rglob("test_*.py")):
+        parts = path.relative_to(tests).parts
+        if parts[0] not in allowed or (
+            parts[0] == "test_doors" and len(parts) == 3 and parts[1] not in doors
+        ):
+            misplaced.append("/".join(parts))
+        if {n for n in imported(path) if n.startswith("test_")}:
+            importing.append("/".join(parts))
+    assert not misplaced, (
+        f"test modules in no package's folder (allowed {sorted(allowed)}): {misplaced}"
+    )
+    assert not importing, f"test modules importing another test module: {importing}"
+    missing = sorted(f"test_{p}" for p in packages if not (tests / f"test_{p}").is_dir())
+    assert not missing, f"packages of src/ with no test folder: {missing}"

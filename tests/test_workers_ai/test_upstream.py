@@ -553,7 +553,9 @@ CHUNKS: list[tuple[str, str, bool]] = [  # (name, payload, takes the fast path)
 def fixture_chunks() -> list[tuple[str, str, bool]]:
     """Every OpenAI chunk in the fixtures; fast unless it carries usage, a finish or tool calls."""
     found = []
-    for path in sorted((Path(__file__).parent / "fixtures" / "workers_ai").glob("*.sse")):
+    for path in sorted(
+        (Path(__file__).resolve().parents[1] / "fixtures" / "workers_ai").glob("*.sse")
+    ):
         lines = [line[6:] for line in path.read_text().splitlines() if line.startswith("data: {")]
         for n, payload in enumerate(lines):
             frame = json.loads(payload)

@@ -10,7 +10,7 @@ from pathlib import Path
 from surface import settings
 from workers_ai import catalog
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 
 

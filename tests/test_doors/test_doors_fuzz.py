@@ -3,7 +3,7 @@ and image kind, mutated by tests/fuzz.py; no answer may be a 500 or an undocumen
 every error keeps its door's shape, and what reaches a conversation's Durable Object is what
 its parser passed (a fake object that records it).
 
-    FUZZ_COUNT=10000 FUZZ_SEED=5 .venv/bin/python -m pytest -q tests/test_doors_fuzz.py
+    FUZZ_COUNT=10000 FUZZ_SEED=5 .venv/bin/python -m pytest -q tests/test_doors/test_doors_fuzz.py
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from fakes import FakeLimiter
-from test_app import call, request
+from host_app import call, request
 
 from doors.embeddings.embedding_vectors import embedding_list, narrowed, vectors
 from doors.embeddings.embeddings_api import MAX_INPUT_CHARS, MAX_INPUTS, parse_embeddings

@@ -1,7 +1,7 @@
 """The fuzz bodies through app.handle on CPython: never an exception, never a 5xx, every error
 documented and in its API's shape, every accepted request sent upstream as clean UTF-8.
 
-    FUZZ_COUNT=20000 FUZZ_SEED=7 .venv/bin/python -m pytest -q -s tests/test_fuzz_host.py
+    FUZZ_COUNT=20000 FUZZ_SEED=7 .venv/bin/python -m pytest -q -s tests/test_doors/test_fuzz_host.py
 """
 
 from __future__ import annotations

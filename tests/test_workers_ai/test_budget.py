@@ -28,7 +28,7 @@ def test_every_model_in_wrangler_toml_has_a_window() -> None:
     import tomllib
     from pathlib import Path
 
-    config = tomllib.loads((Path(__file__).resolve().parent.parent / "wrangler.toml").read_text())
+    config = tomllib.loads((Path(__file__).resolve().parents[2] / "wrangler.toml").read_text())
     blocks = [config["vars"], *(env["vars"] for env in config.get("env", {}).values())]
     models = {m.strip() for block in blocks for m in block["AI_MODELS"].split(",")}
     assert models - CONTEXT_WINDOWS.keys() == set()

@@ -4,15 +4,13 @@ over a fake model (host)."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from typing import Any
 
-from fakes import FakeLimiter, FakeModel, FakeSource, frames
-from host_driver import drive
-from test_app import URL, call, request
+from fakes import FakeLimiter, FakeModel, frames
+from host_app import URL, call, request, streamed
 
-from surface.web import Relayed, WebResponse
+from surface.web import WebResponse
 
 RESPONSES = json.dumps({"input": "hi"}).encode()
 UI_CHAT = json.dumps(
@@ -29,18 +27,6 @@ JSON = {"content_type": "application/json"}
 def body(response: WebResponse) -> Any:
     assert isinstance(response.body, bytes), response
     return json.loads(response.body)
-
-
-def streamed(response: WebResponse) -> bytes:
-    """The body as the shell would send it (host_driver.drive)."""
-    assert response.status == 200 and isinstance(response.body, Relayed), response
-    source, relay = response.body.source, response.body.relay
-    assert isinstance(source, FakeSource), source
-
-    async def run() -> bytes:
-        return b"".join([chunk async for chunk in drive(source, relay)])
-
-    return asyncio.run(run())
 
 
 def test_a_non_streamed_response_over_a_fake_model() -> None:

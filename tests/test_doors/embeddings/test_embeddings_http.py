@@ -5,17 +5,15 @@ openai SDK (its default base64, and floats), LangChain's OpenAIEmbeddings, narro
 from __future__ import annotations
 
 import base64
-import json
 import math
-import shutil
 import struct
-import subprocess
 from collections.abc import Iterator
 
 import httpx
 import openai
 import pytest
-from conftest import ROOT, Runtime
+from conftest import Runtime
+from conftest import builtin_vectors as expected
 from langchain_openai import OpenAIEmbeddings
 from pydantic import SecretStr
 
@@ -24,26 +22,6 @@ pytestmark = pytest.mark.runtime
 BGE, BASE, GEMMA = "@cf/baai/bge-m3", "@cf/baai/bge-base-en-v1.5", "@cf/google/embeddinggemma-300m"
 CHAT = "@cf/google/gemma-4-26b-a4b-it"
 TEXTS = ["Hello, world!", 'quote " \\ édge 🌍']
-
-
-def expected(texts: list[str], width: int) -> list[list[float]]:
-    """The built-in model's vectors, from its own function (local/model.mjs embeddingVector)."""
-    script = (
-        "const m = await import('./local/model.mjs');"
-        "const [texts, width] = JSON.parse(process.argv[1]);"
-        "console.log(JSON.stringify(texts.map((t) => m.embeddingVector(t, width))));"
-    )
-    node = shutil.which("node") or "node"
-    out = subprocess.run(
-        [node, "--input-type=module", "-e", script, json.dumps([texts, width])],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=30,
-    )
-    vectors: list[list[float]] = json.loads(out.stdout)
-    return vectors
 
 
 @pytest.fixture

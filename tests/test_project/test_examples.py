@@ -11,7 +11,7 @@ import sys
 
 import pytest
 from conftest import ROOT, Runtime, expected_tokens, expected_wire
-from test_embeddings_http import expected
+from conftest import builtin_vectors as expected
 
 from surface import settings
 

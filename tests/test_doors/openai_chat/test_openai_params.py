@@ -1,7 +1,7 @@
-from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import ROOT
 from fakes import completion_context
 
 from doors.openai_chat import openai_params
@@ -264,9 +264,7 @@ def test_every_parameter_has_a_handling_the_table_shows() -> None:
     assert len(rendered.splitlines()) == len(PARAMS) + 2
 
 
-README = (
-    Path(__file__).resolve().parent.parent / "docs" / "API.md"
-)  # the API reference holds the table
+README = ROOT / "docs" / "API.md"  # the API reference holds the table
 
 
 def test_readme_parameter_table_is_the_code_table() -> None:

@@ -2,7 +2,7 @@ import asyncio
 import json
 
 from fakes import FakeLimiter, FakeModel, frames
-from test_app import request
+from host_app import request
 
 from surface.policy import handle
 from surface.routes import TABLE

@@ -6,7 +6,7 @@ route (no relay, and no model call still running).
     per runtime (so one workerd serves each 10,000):
     for door in chat completions responses ui_chat message history; do
       FUZZ_HTTP_COUNT=10000 FUZZ_SEED=5 .venv/bin/python -m pytest -q -s \
-        "tests/test_fuzz_workerd.py::test_fuzz_bodies_over_http_on_workerd[$door]"
+        "tests/test_doors/test_fuzz_workerd.py::test_fuzz_bodies_over_http_on_workerd[$door]"
     done
 """
 

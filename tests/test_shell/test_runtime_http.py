@@ -252,7 +252,7 @@ def test_oversized_chunked_body_is_refused_without_content_length(runtime: Runti
 def test_chunked_body_is_refused_while_it_is_still_arriving(runtime: Runtime) -> None:
     """Past the limit the Worker refuses the body (413) and keeps none of the rest: it reads and
     drops it before answering, so that a client that sends all first still reads the 413 (a
-    body that never ends is answered at its deadline: tests/test_upload_http.py)."""
+    body that never ends is answered at its deadline: tests/test_checks/test_upload_http.py)."""
     host, port = runtime.url.removeprefix("http://").split(":")
     with socket.create_connection((host, int(port)), timeout=5) as sock:
         sock.sendall(

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 from fakes import FakeLimiter, FakeModel, frames
+from host_app import request
 from host_driver import drive
-from test_app import request
 
 from surface.policy import handle
 from surface.routes import TABLE

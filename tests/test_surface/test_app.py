@@ -1,49 +1,15 @@
 import asyncio
 import json
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 from fakes import FakeLimiter, FakeModel, frames
+from host_app import URL, call, request
 
 from surface.policy import handle
 from surface.routes import TABLE
-from surface.web import API_HEADERS, Relayed, WebRequest, WebResponse
+from surface.web import API_HEADERS, Relayed, WebResponse
 from workers_ai.service import UpstreamFailure
-
-URL = "https://chat.example.dev"
-
-
-async def body_of(*parts: bytes) -> AsyncIterator[bytes]:
-    for part in parts:
-        yield part
-
-
-def request(method: str, path: str, body: bytes = b"", **headers: Any) -> WebRequest:
-    return WebRequest(
-        method=method,
-        url=URL + path,
-        path=path,
-        headers={k.replace("_", "-"): v for k, v in headers.items()},
-        body=body_of(body),
-    )
-
-
-def call(
-    req: WebRequest,
-    env: dict[str, str] | None = None,
-    model: FakeModel | None = None,
-    limiter: FakeLimiter | None = None,
-) -> WebResponse:
-    return asyncio.run(
-        handle(
-            req,
-            (env or {}).get,
-            model or FakeModel(frames("hi")),
-            TABLE,
-            limiter=limiter or FakeLimiter(),
-        )
-    )
 
 
 def error_of(response: WebResponse) -> tuple[int, str]:

@@ -22,7 +22,7 @@ from doors.openai_chat.openai_events import Collector, CompletionEncoder
 from streaming.relay import Encoder, Finished, Relay, Timing
 from workers_ai.upstream import TEXT, THINKING, Part, UpstreamDecoder
 
-HERE = Path(__file__).parent / "fixtures" / "workers_ai"
+HERE = Path(__file__).resolve().parents[1] / "fixtures" / "workers_ai"
 TIMING = Timing(ping_after=15.0, give_up_after=60.0)
 
 

@@ -8,8 +8,7 @@ from typing import Any
 
 import pytest
 from fakes import FakeModel, completion_context, frames
-from test_app import call, request
-from test_doors_app import streamed
+from host_app import call, request, streamed
 
 from doors.completions.completion_events import TextCompletionEncoder
 from doors.completions.completions_api import parse_text_completion
