@@ -785,6 +785,9 @@ async function main() {
     const part = async (key, label, fn) => {
       if (!wanted(key)) return;
       say(label);
+      // Each part reads only the calls it made: the built-in model forgets the earlier ones,
+      // whose inputs (5,000 kept) outgrow what one JSON string can hold after the big parts.
+      await fetch(new URL("__local/calls", model.url), { method: "DELETE" }).catch(() => {});
       try { results[key] = await fn(); } catch (err) { say(`${key} failed: ${err?.stack ?? err}`); results[key] = { error: String(err?.stack ?? err) }; }
     };
     if (PROBE_PARTS.some(wanted)) {
