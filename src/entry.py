@@ -160,7 +160,9 @@ class Default(WorkerEntrypoint):  # type: ignore[misc]  # the SDK has no stubs
             if route is not None and route.early is None:
                 await refresh_catalog(self.env, lookup)
             namespace = getattr(self.env, "CONVERSATIONS", None)
-            stored = getattr(self.env, "RESPONSES", None)
+            # The JS namespace, not the SDK's wrapper, whose stubs' fetch() is a coroutine: a
+            # stored response's write is a promise that stays in JS (bindings.DurableResponses).
+            stored = getattr(getattr(self.env, "_env", self.env), "RESPONSES", None)
             conversations = (
                 None if namespace is None else DurableConversations(namespace, raw.signal)
             )

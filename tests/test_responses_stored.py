@@ -84,6 +84,7 @@ def test_previous_response_id_puts_its_items_before_the_input() -> None:
         {
             "role": "user",
             "content": [{"type": "input_text", "text": "and then?"}],
+            "type": "message",
             "id": f"msg_{'cd' * 16}_i0",
         }
     ]

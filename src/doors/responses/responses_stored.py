@@ -141,6 +141,8 @@ async def history(body: dict[str, Any], ctx: Context, id: str, *, store: bool) -
         elif isinstance(item, dict):
             kind = item.get("type", "message" if "role" in item else None)
             item = dict(item)
+            if kind == "message":
+                item["type"] = "message"  # as OpenAI lists it (an easy message has none)
             if kind == "message" and isinstance(item.get("content"), str):
                 part = "output_text" if item.get("role") == "assistant" else "input_text"
                 item["content"] = [{"type": part, "text": item["content"]}]
