@@ -36,12 +36,15 @@ class FakeStore:
     def save(self, id: str, owner: str, record: dict[str, Any], expires_at: float) -> None:
         self.saved.append((id, owner, record, expires_at))
 
+    async def put(self, id: str, owner: str, record: dict[str, Any], expires_at: float) -> None:
+        self.saved.append((id, owner, record, expires_at))
+
 
 def context(store: FakeStore | None, key_id: str | None = None) -> Any:
     return dataclasses.replace(completion_context(SETTINGS), responses=store, key_id=key_id)
 
 
-TURN_ONE = {
+TURN_ONE: Any = {
     "context": [],
     "input": [
         {
@@ -79,7 +82,7 @@ def test_previous_response_id_puts_its_items_before_the_input() -> None:
     body = {"input": "and then?", "previous_response_id": OLD}
     found = history(body, ctx)
     assert found is not None
-    assert found.context == [*TURN_ONE["input"], *TURN_ONE["response"]["output"]]  # type: ignore[misc]
+    assert found.context == [*TURN_ONE["input"], *TURN_ONE["response"]["output"]]
     assert found.input == [
         {
             "role": "user",
@@ -120,7 +123,7 @@ def test_an_item_reference_is_the_stored_item() -> None:
         ]
     }
     found = history(body, context(fake))
-    assert found is not None and found.input[1] == TURN_ONE["response"]["output"][0]  # type: ignore[index]
+    assert found is not None and found.input[1] == TURN_ONE["response"]["output"][0]
     with pytest.raises(ApiError) as info:
         history({"input": [{"type": "item_reference", "id": f"msg_{HEX}_9"}]}, context(fake))
     assert (info.value.status, info.value.param) == (404, "input[0].id")
@@ -184,14 +187,14 @@ def test_the_saver_writes_the_response_its_input_and_context_once_ended() -> Non
     ctx = context(fake, "k1")
     found = history({"input": "x"}, ctx)
     assert found is not None
-    save = stored.saver(
+    save = stored.Saver(
         ctx,
         NEW,
         1000,
         found,
         lambda gone: {"id": NEW, "status": "incomplete" if gone else "completed"},
     )
-    save(True)
+    save.after(True)
     assert fake.saved == [
         (
             NEW,

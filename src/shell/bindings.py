@@ -5,6 +5,7 @@ before they reach a binding; what a binding answers becomes Python before the co
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import time
@@ -194,6 +195,7 @@ class DurableResponses:
     def __init__(self, namespace: Any, ctx: Any) -> None:
         self._namespace = namespace
         self._ctx = ctx
+        self._writes: set[asyncio.Future[None]] = set()
 
     def _fetch(
         self, id: str, op: str, owner: str, body: str | None = None, expires_at: float = 0
@@ -223,12 +225,34 @@ class DurableResponses:
         return int(response.status) == 204
 
     def save(self, id: str, owner: str, record: dict[str, Any], expires_at: float) -> None:
-        """Not awaited: the promise stays in JS (no Pyodide future), and waitUntil() keeps the
-        request's context alive until the object has written it. A failure is the object's to
-        log (response_object.py); here it is dropped, never an unhandled rejection."""
+        """Started at once, in the same turn as the answer's last bytes: the object has the
+        request before the client can send its next turn (a JS timer of even 1 ms lost that
+        race on workerd: bench/notes/2026-11-26-stored-responses.md). waitUntil() keeps the
+        request's context alive until it is written; a failure is logged, with no id."""
         body = json.dumps(record, ensure_ascii=False, separators=(",", ":"))
         promise = self._fetch(id, "put", owner, body, expires_at)
-        self._ctx.waitUntil(promise.catch(js.Boolean))
+        done = js.Promise.withResolvers()
+        self._ctx.waitUntil(done.promise)
+
+        async def written() -> None:
+            try:
+                response = await promise
+                if int(response.status) != 204:
+                    log.error("a stored response was not written: %s", int(response.status))
+            except Exception as exc:
+                log.error("a stored response was not written: %s", exc)
+            finally:
+                done.resolve()
+
+        task = asyncio.ensure_future(written())
+        self._writes.add(task)  # a task nothing holds may be collected before it ends
+        task.add_done_callback(self._writes.discard)
+
+    async def put(self, id: str, owner: str, record: dict[str, Any], expires_at: float) -> None:
+        body = json.dumps(record, ensure_ascii=False, separators=(",", ":"))
+        response = await self._fetch(id, "put", owner, body, expires_at)
+        if int(response.status) != 204:
+            raise ApiError(500, "storage_failed", "The response could not be stored.")
 
 
 class RateLimiter:

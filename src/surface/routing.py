@@ -40,6 +40,10 @@ class StoredResponses(Protocol):
         """Starts the write; the request's context is kept alive until it is done."""
         ...
 
+    async def put(self, id: str, owner: str, record: dict[str, Any], expires_at: float) -> None:
+        """Writes it, and returns once it is written (a whole answer: stored before it is sent)."""
+        ...
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Context:

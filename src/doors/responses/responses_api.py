@@ -5,8 +5,9 @@ onto Chat Completions messages (``instructions`` a system message first; a ``fun
 an assistant tool call; a ``function_call_output`` a tool message; a ``reasoning`` item the
 next assistant message's reasoning), then checked by the one conversation checker; tools
 (Responses' flat shape), tool_choice, ``text.format`` and ``reasoning`` become their Chat
-Completions forms and go through the same checks. Nothing is stored: ``store: true``,
-``previous_response_id`` and ``conversation`` are refused, saying so.
+Completions forms and go through the same checks. A response is stored unless ``store: false``
+(where the deployment has a RESPONSES binding), and ``previous_response_id`` and
+``item_reference`` items continue from storage: responses_stored.py.
 """
 
 from __future__ import annotations
@@ -227,22 +228,24 @@ async def responses(ctx: Context) -> WebResponse:
         stream=completion.stream,
     )
     relay = new_relay(ctx.settings, encoder, completion.max_tokens, opened.model, completion.stop)
-    after = None
+    saver = None
     if store:
         assert history is not None
-        after = stored.saver(ctx, id, created_at, history, lambda gone: encoder.abandoned())
+        saver = stored.Saver(ctx, id, created_at, history, lambda gone: encoder.abandoned())
     if completion.stream:
         # Written when the answer has ended, by the same pipe that relays it (no round trip
         # before the last bytes); the request's context waits for the write.
         return WebResponse(
             status=200,
             headers=SSE_HEADERS,
-            body=Relayed(source=opened.source, relay=relay, after=after),
+            body=Relayed(
+                source=opened.source, relay=relay, after=None if saver is None else saver.after
+            ),
         )
     finished = await answer_whole(ctx.model, opened.source, relay)
     assert encoder.response is not None  # set with every ending the relay reports
-    if after is not None:
-        after(False)
+    if saver is not None:
+        await saver.put()
     return json_response(200, encoder.response, usage=finished.usage)
 
 

@@ -202,21 +202,37 @@ def check_size(history: History, ctx: Context) -> None:
         )
 
 
-def saver(
-    ctx: Context, id: str, created_at: int, history: History, response: Callable[[bool], Any]
-) -> Callable[[bool], None]:
-    """What runs when the answer has ended (`gone`: the client left first): the record
-    written, with the Response as it ended (incomplete when it was cut short)."""
-    store = store_of(ctx)
-    assert store is not None
-    who = owner(ctx)
-    expires_at = created_at + ctx.settings.responses_ttl_days * 86400
+class Saver:
+    """The record of one response, written when its answer has ended: `after(gone)` for a
+    stream (started in the pipe's last turn, not awaited), `await put()` for a whole answer
+    (stored before it is sent, so the client's next request finds it)."""
 
-    def save(gone: bool) -> None:
-        record = {"response": response(gone), "input": history.input, "context": history.context}
-        store.save(id, who, record, expires_at)
+    def __init__(
+        self,
+        ctx: Context,
+        id: str,
+        created_at: int,
+        history: History,
+        response: Callable[[bool], Any],
+    ) -> None:
+        store = store_of(ctx)
+        assert store is not None
+        self._store, self._id, self._owner = store, id, owner(ctx)
+        self._expires_at = created_at + ctx.settings.responses_ttl_days * 86400
+        self._history, self._response = history, response
 
-    return save
+    def _record(self, gone: bool) -> dict[str, Any]:
+        return {
+            "response": self._response(gone),
+            "input": self._history.input,
+            "context": self._history.context,
+        }
+
+    def after(self, gone: bool) -> None:
+        self._store.save(self._id, self._owner, self._record(gone), self._expires_at)
+
+    async def put(self) -> None:
+        await self._store.put(self._id, self._owner, self._record(False), self._expires_at)
 
 
 def _target(ctx: Context) -> tuple[StoredResponses, str]:
