@@ -19,12 +19,20 @@ import js
 from pyodide.ffi import to_js
 from workers import Response, WorkerEntrypoint
 
-from shell.bindings import DurableConversations, WorkersAi, env_lookup, limiter, refresh_catalog
+from shell.bindings import (
+    DurableConversations,
+    DurableResponses,
+    WorkersAi,
+    env_lookup,
+    limiter,
+    refresh_catalog,
+)
 
 # Durable Object classes are found in the main module.
 from shell.conversation_object import Conversation  # noqa: F401
 from shell.jsbody import RequestBody
 from shell.jsstream import JsByteSource, RelayPipe
+from shell.response_object import StoredResponse  # noqa: F401
 from streaming.relay import OneShot, Relay, relay_whole
 from surface import policy, rate_limit, routing
 from surface.census import live_streams
@@ -152,6 +160,9 @@ class Default(WorkerEntrypoint):  # type: ignore[misc]  # the SDK has no stubs
             if route is not None and route.early is None:
                 await refresh_catalog(self.env, lookup)
             namespace = getattr(self.env, "CONVERSATIONS", None)
+            # The JS namespace, not the SDK's wrapper, whose stubs' fetch() is a coroutine: a
+            # stored response's write is a promise that stays in JS (bindings.DurableResponses).
+            stored = getattr(getattr(self.env, "_env", self.env), "RESPONSES", None)
             conversations = (
                 None if namespace is None else DurableConversations(namespace, raw.signal)
             )
@@ -165,6 +176,7 @@ class Default(WorkerEntrypoint):  # type: ignore[misc]  # the SDK has no stubs
                 read_limiter=limiter(self.env, rate_limit.READ_BINDING),
                 conversations=conversations,
                 shell=_Shell(self.env),
+                responses=None if stored is None else DurableResponses(stored, self.ctx),
             )
         except Exception:
             trace = redacted(traceback.format_exc())
@@ -206,16 +218,24 @@ def _to_response(
             record.write(_emit)
         body = getattr(response.body.response, "body", None)
     else:
-        source, relay = response.body.source, response.body.relay
+        source, relay, after = response.body.source, response.body.relay, response.body.after
         if record is not None:
             record.responded(response, time.monotonic())
         if isinstance(source, OneShot):
             body = relay_whole(relay, source)
             if record is not None:
                 _relay_ended(record, relay, False)
+            if after is not None:
+                after(False)
         else:
             assert isinstance(source, JsByteSource), source
-            on_end = None if record is None else (lambda gone: _relay_ended(record, relay, gone))
+
+            def on_end(gone: bool) -> None:
+                if record is not None:
+                    _relay_ended(record, relay, gone)
+                if after is not None:
+                    after(gone)
+
             body = RelayPipe(source.stream, relay, signal, ctx, on_end, window=window).stream
     if isinstance(body, bytes):
         body = to_js(body) if body else None

@@ -5,6 +5,7 @@ before they reach a binding; what a binding answers becomes Python before the co
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import time
@@ -26,6 +27,9 @@ from workers_ai import catalog, gateway, service, upstream_errors
 
 # The header that tells a conversation's Durable Object its own id.
 ID_HEADER = "x-conversation-id"
+# The headers a stored response's Durable Object is told its caller's owner and its expiry in.
+OWNER_HEADER = "x-owner"
+EXPIRES_HEADER = "x-expires-at"
 # How long a request waits for env.AI.models() before going on with the facts it has.
 CATALOG_WAIT_MS = 2000
 
@@ -181,6 +185,74 @@ class DurableConversations:
         return WebResponse(
             status=int(response.status), headers=kept, body=Forwarded(response=response)
         )
+
+
+class DurableResponses:
+    """routing's StoredResponses: each stored response is its own Durable Object
+    (response_object.py), named by its id. The id is only the object's name: never in a URL or
+    a header, so it cannot reach a log line or an error's text."""
+
+    def __init__(self, namespace: Any, ctx: Any) -> None:
+        self._namespace = namespace
+        self._ctx = ctx
+        self._writes: set[asyncio.Future[None]] = set()
+
+    def _fetch(
+        self, id: str, op: str, owner: str, body: str | None = None, expires_at: float = 0
+    ) -> Any:
+        """The object's fetch() promise, as a JS promise."""
+        stub = self._namespace.get(self._namespace.idFromName(id))
+        headers = js.Headers.new()
+        headers.append(OWNER_HEADER, owner)
+        init: dict[str, Any] = {"method": "GET" if body is None else "POST", "headers": headers}
+        if body is not None:
+            init["body"] = body
+            headers.append(EXPIRES_HEADER, repr(float(expires_at)))
+        return stub.fetch(js.Request.new(f"https://response/{op}", js_object(init)))
+
+    async def load(self, id: str, owner: str) -> dict[str, Any] | None:
+        response = await self._fetch(id, "get", owner)
+        if int(response.status) == 404:
+            return None
+        if int(response.status) != 200:
+            raise ApiError(500, "storage_failed", "The stored response could not be read.")
+        return json.loads(str(await response.text()))  # type: ignore[no-any-return]
+
+    async def delete(self, id: str, owner: str) -> bool:
+        response = await self._fetch(id, "delete", owner)
+        if int(response.status) not in (204, 404):
+            raise ApiError(500, "storage_failed", "The stored response could not be deleted.")
+        return int(response.status) == 204
+
+    def save(self, id: str, owner: str, record: dict[str, Any], expires_at: float) -> None:
+        """Started at once, in the same turn as the answer's last bytes: the object has the
+        request before the client can send its next turn (a JS timer of even 1 ms lost that
+        race on workerd: bench/notes/2026-11-26-stored-responses.md). waitUntil() keeps the
+        request's context alive until it is written; a failure is logged, with no id."""
+        body = json.dumps(record, ensure_ascii=False, separators=(",", ":"))
+        promise = self._fetch(id, "put", owner, body, expires_at)
+        done = js.Promise.withResolvers()
+        self._ctx.waitUntil(done.promise)
+
+        async def written() -> None:
+            try:
+                response = await promise
+                if int(response.status) != 204:
+                    log.error("a stored response was not written: %s", int(response.status))
+            except Exception as exc:
+                log.error("a stored response was not written: %s", exc)
+            finally:
+                done.resolve()
+
+        task = asyncio.ensure_future(written())
+        self._writes.add(task)  # a task nothing holds may be collected before it ends
+        task.add_done_callback(self._writes.discard)
+
+    async def put(self, id: str, owner: str, record: dict[str, Any], expires_at: float) -> None:
+        body = json.dumps(record, ensure_ascii=False, separators=(",", ":"))
+        response = await self._fetch(id, "put", owner, body, expires_at)
+        if int(response.status) != 204:
+            raise ApiError(500, "storage_failed", "The response could not be stored.")
 
 
 class RateLimiter:

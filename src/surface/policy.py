@@ -21,6 +21,7 @@ from surface.routing import (
     Route,
     RouteTable,
     Shell,
+    StoredResponses,
     app_error,
     not_allowed,
 )
@@ -75,6 +76,7 @@ async def handle(
     read_limiter: Limiter | None = None,
     conversations: Conversations | None = None,
     shell: Shell | None = None,
+    responses: StoredResponses | None = None,
 ) -> WebResponse:
     """Every answer, error or not, leaves through here with API_HEADERS."""
     route = table.find(request.path)
@@ -82,7 +84,13 @@ async def handle(
         return _early(request, env, table, route.early, route.local_only, shell)
     answer = (
         await _answer(
-            request, env, model, table, (limiter, key_limiter, read_limiter), conversations
+            request,
+            env,
+            model,
+            table,
+            (limiter, key_limiter, read_limiter),
+            conversations,
+            responses,
         )
     ).with_headers(API_HEADERS)
     return without_body(answer) if request.method == "HEAD" else answer
@@ -115,6 +123,7 @@ async def _answer(
     table: RouteTable,
     limiters: tuple[Limiter | None, Limiter | None, Limiter | None],
     conversations: Conversations | None,
+    responses: StoredResponses | None = None,
 ) -> WebResponse:
     limiter, key_limiter, read_limiter = limiters
     route = table.find(request.path)
@@ -160,6 +169,7 @@ async def _answer(
         model=model,
         conversations=conversations,
         key_id=key_id(key) if key else None,
+        responses=responses,
     )
     try:
         response = await handler(context)

@@ -25,6 +25,26 @@ class Conversations(Protocol):
         ...
 
 
+class StoredResponses(Protocol):
+    """Stored Responses (doors/responses/responses_stored.py): one Durable Object each."""
+
+    async def load(self, id: str, owner: str) -> dict[str, Any] | None:
+        """The record of response `id` if it is `owner`'s and has not expired, else None."""
+        ...
+
+    async def delete(self, id: str, owner: str) -> bool:
+        """Deletes response `id` if it is `owner`'s; whether it did."""
+        ...
+
+    def save(self, id: str, owner: str, record: dict[str, Any], expires_at: float) -> None:
+        """Starts the write; the request's context is kept alive until it is done."""
+        ...
+
+    async def put(self, id: str, owner: str, record: dict[str, Any], expires_at: float) -> None:
+        """Writes it, and returns once it is written (a whole answer: stored before it is sent)."""
+        ...
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Context:
     request: WebRequest
@@ -32,6 +52,7 @@ class Context:
     model: ChatModel
     conversations: Conversations | None = None  # None: no CONVERSATIONS binding
     key_id: str | None = None  # the id of the valid API key the request presented
+    responses: StoredResponses | None = None  # None: no RESPONSES binding (nothing stored)
 
 
 Handler = Callable[[Context], Awaitable[WebResponse]]

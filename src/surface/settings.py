@@ -52,6 +52,8 @@ class Settings:
     fallback_models: tuple[str, ...] = ()
     # EMBEDDING_MODELS: the allow-list of POST /v1/embeddings, never in AI_MODELS.
     embedding_models: tuple[str, ...] = DEFAULT_EMBEDDING_MODELS
+    # RESPONSES_TTL_DAYS: how long a stored response (/v1/responses, store: true) is kept.
+    responses_ttl_days: float = 30.0
 
 
 def chat_disabled(lookup: Lookup) -> bool:
@@ -128,6 +130,7 @@ def load(lookup: Lookup) -> Settings:
         fallback_models=_fallbacks(lookup),
         stream_window=stream_window(lookup),
         embedding_models=_embedding_models(lookup, models),
+        responses_ttl_days=_number(lookup, "RESPONSES_TTL_DAYS", 30.0, float, 0.00001, 3650.0),
     )
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import urlsplit
@@ -32,6 +32,9 @@ class Relayed:
 
     source: Upstream
     relay: Relay
+    # Called once when the answer has ended and all is released, with whether the client went
+    # away first (a stored response is written then: responses_stored.saver).
+    after: Callable[[bool], None] | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

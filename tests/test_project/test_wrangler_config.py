@@ -58,6 +58,9 @@ REQUIRED = {
     "CONVERSATIONS": re.compile(
         r"^\s*env\.CONVERSATIONS \(Conversation\)\s+Durable Object\s*$", re.MULTILINE
     ),
+    "RESPONSES": re.compile(
+        r"^\s*env\.RESPONSES \(StoredResponse\)\s+Durable Object\s*$", re.MULTILINE
+    ),
 }
 
 
@@ -100,10 +103,12 @@ def test_an_environment_without_ai_or_rate_limit_is_caught(tmp_path: Path) -> No
         "preview: KEY_RATE_LIMITER",
         "preview: READ_RATE_LIMITER",
         "preview: CONVERSATIONS",
+        "preview: RESPONSES",
         "lab: RATE_LIMITER",
         "lab: KEY_RATE_LIMITER",
         "lab: READ_RATE_LIMITER",
         "lab: CONVERSATIONS",
+        "lab: RESPONSES",
     ]
 
 
@@ -116,7 +121,9 @@ def test_every_environment_migrates_the_conversation_class_to_sqlite() -> None:
     blocks = {"top level": config, **{name: env for name, env in config.get("env", {}).items()}}
     for name, block in blocks.items():
         classes = [c for m in block.get("migrations", []) for c in m.get("new_sqlite_classes", [])]
-        assert classes == ["Conversation"], f"{name}: migrations {block.get('migrations')}"
+        assert classes == ["Conversation", "StoredResponse"], (
+            f"{name}: migrations {block.get('migrations')}"
+        )
 
 
 def test_no_environment_turns_on_the_local_stats_route() -> None:

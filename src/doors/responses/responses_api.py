@@ -5,13 +5,13 @@ onto Chat Completions messages (``instructions`` a system message first; a ``fun
 an assistant tool call; a ``function_call_output`` a tool message; a ``reasoning`` item the
 next assistant message's reasoning), then checked by the one conversation checker; tools
 (Responses' flat shape), tool_choice, ``text.format`` and ``reasoning`` become their Chat
-Completions forms and go through the same checks. Nothing is stored: ``store: true``,
-``previous_response_id`` and ``conversation`` are refused, saying so.
+Completions forms and go through the same checks. A response is stored unless ``store: false``
+(where the deployment has a RESPONSES binding), and ``previous_response_id`` and
+``item_reference`` items continue from storage: responses_stored.py.
 """
 
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -21,9 +21,9 @@ from checks.messages import OPENAI, parse_conversation
 from doors.openai_chat import openai_params
 from doors.openai_chat.openai_compat import CompletionRequest, openai_error
 from doors.openai_chat.openai_messages import parse_tool_choice, parse_tools
+from doors.responses import responses_stored as stored
 from doors.responses.responses_events import ResponsesEncoder
 from doors.responses.responses_input import (
-    STATELESS,
     flat_tool_choice,
     flat_tools,
     input_messages,
@@ -33,6 +33,7 @@ from doors.responses.responses_input import (
     renamed_tools,
     text_format,
 )
+from doors.responses.responses_stored import History
 from streaming.stop import parse_stop
 from surface.errors import ApiError, clip, invalid, json_shown
 from surface.routing import Api, Context, Route, parse_body
@@ -101,7 +102,11 @@ class ResponsesRequest:
     echo: dict[str, Any]  # the request's fields a Response repeats
 
 
-def parse_responses(body: dict[str, Any], ctx: Context) -> ResponsesRequest:
+def parse_responses(
+    body: dict[str, Any], ctx: Context, history: History | None = None, *, store: bool = False
+) -> ResponsesRequest:
+    """`history`: the stored items it continues from and its input as stored (None: nothing
+    is stored here, and references are refused); `store`: whether the answer is kept."""
     for key, value in body.items():
         if key in _OWN or value is None:
             continue
@@ -110,13 +115,8 @@ def parse_responses(body: dict[str, Any], ctx: Context) -> ResponsesRequest:
             raise refuse(clip(key), "not supported by this service's /v1/responses")
         if not neutral[1](value):
             raise refuse(key, f"this service accepts {neutral[0]}, got {json_shown(value)}")
-    if body.get("store") is True:
-        raise refuse("store", f"true is not supported: {STATELESS} (store: false)")
-    for key in ("previous_response_id", "conversation"):
-        if body.get(key) is not None:
-            raise refuse(key, f"not supported: {STATELESS}")
-    if body.get("store") not in (None, False):
-        raise invalid("store", "must be a boolean")
+    if body.get("conversation") is not None:
+        raise refuse("conversation", "not supported: use previous_response_id")
     model = parse_model(body.get("model"), ctx.settings)
     options: dict[str, Any] = {}
     for key in ("temperature", "top_p"):
@@ -146,7 +146,14 @@ def parse_responses(body: dict[str, Any], ctx: Context) -> ResponsesRequest:
     stream = body.get("stream")
     if stream is not None and not isinstance(stream, bool):
         raise invalid("stream", "must be a boolean")
-    messages, names = input_messages(body.get("input"), body.get("instructions"))
+    if history is None:
+        messages, names = input_messages(body.get("input"), body.get("instructions"))
+    else:
+        messages, names = input_messages(
+            [*history.context, *history.input],
+            body.get("instructions"),
+            stored=len(history.context),
+        )
     try:
         conversation = parse_conversation(
             messages, ctx.settings, dialect=OPENAI, model=model, facts=catalog.info(model)
@@ -173,9 +180,9 @@ def parse_responses(body: dict[str, Any], ctx: Context) -> ResponsesRequest:
         "instructions": body.get("instructions"),
         "max_output_tokens": max_tokens,
         "parallel_tool_calls": body.get("parallel_tool_calls", True),
-        "previous_response_id": None,
+        "previous_response_id": None if history is None else history.previous_response_id,
         "reasoning": {"effort": effort, "summary": None},
-        "store": False,
+        "store": store,
         "temperature": options.get("temperature"),
         "text": {
             "format": body["text"]["format"]
@@ -192,7 +199,14 @@ def parse_responses(body: dict[str, Any], ctx: Context) -> ResponsesRequest:
 
 
 async def responses(ctx: Context) -> WebResponse:
-    request = parse_responses(await parse_body(ctx), ctx)
+    body = await parse_body(ctx)
+    id = stored.new_id()
+    store = stored.wants_store(body, ctx)
+    history = await stored.history(body, ctx, id, store=store)
+    request = parse_responses(body, ctx, history, store=store)
+    if store:
+        assert history is not None  # storage is there
+        stored.check_size(history, ctx)
     completion = request.completion
     opened = await open_answer(
         ctx.model,
@@ -205,25 +219,49 @@ async def responses(ctx: Context) -> WebResponse:
         ),
         key_id=ctx.key_id,
     )
+    created_at = int(time.time())
     encoder = ResponsesEncoder(
-        id="resp_" + os.urandom(12).hex(),
-        created_at=int(time.time()),
+        id=id,
+        created_at=created_at,
         model=opened.model,  # the model that answers: a fallback, maybe
         echo=request.echo,
         stream=completion.stream,
     )
     relay = new_relay(ctx.settings, encoder, completion.max_tokens, opened.model, completion.stop)
+    saver = None
+    if store:
+        assert history is not None
+        saver = stored.Saver(ctx, id, created_at, history, lambda gone: encoder.abandoned())
     if completion.stream:
+        # Written when the answer has ended, by the same pipe that relays it (no round trip
+        # before the last bytes); the request's context waits for the write.
         return WebResponse(
-            status=200, headers=SSE_HEADERS, body=Relayed(source=opened.source, relay=relay)
+            status=200,
+            headers=SSE_HEADERS,
+            body=Relayed(
+                source=opened.source, relay=relay, after=None if saver is None else saver.after
+            ),
         )
     finished = await answer_whole(ctx.model, opened.source, relay)
     assert encoder.response is not None  # set with every ending the relay reports
+    if saver is not None:
+        await saver.put()
     return json_response(200, encoder.response, usage=finished.usage)
 
 
 RESPONSES_API = Api(
     prefix=PATH,
     routes={PATH: Route(methods={"POST": responses}, render_error=openai_error, metered=True)},
+    pattern_routes={
+        # Reads of a stored response reach its Durable Object: READ_RATE_LIMITER.
+        stored.PATTERN: Route(
+            methods={"GET": stored.read, "DELETE": stored.delete},
+            render_error=openai_error,
+            reads=True,
+        ),
+        stored.ITEMS_PATTERN: Route(
+            methods={"GET": stored.input_items}, render_error=openai_error, reads=True
+        ),
+    },
     render_error=openai_error,
 )

@@ -334,3 +334,15 @@ class ResponsesEncoder:
             "failed", error={"code": failure.code, "message": failure.message}
         )
         return (out + self._event("response.failed", {"response": self.response})).encode()
+
+    def abandoned(self) -> dict[str, Any]:
+        """The Response as it stood when the client went away (what is stored): the items still
+        open end as incomplete, and no event is written."""
+        if self.response is None:
+            self._stream = False
+            self._end_open("incomplete")
+            self._end_calls("incomplete")
+            self.response = self._snapshot(
+                "incomplete", incomplete_details={"reason": "client_disconnected"}
+            )
+        return self.response

@@ -10,7 +10,9 @@ from typing import Any
 from doors.openai_chat import openai_params
 from surface.errors import ApiError, clip, invalid, json_shown, shown
 
-STATELESS = "this service stores nothing: send the whole conversation in input"
+STATELESS = (
+    "this deployment stores nothing (no RESPONSES binding): send the whole conversation in input"
+)
 
 
 def refuse(name: str, why: str) -> ApiError:
@@ -96,9 +98,12 @@ def _string_field(where: str, item: dict[str, Any], key: str) -> str:
     return value
 
 
-def input_messages(value: object, instructions: object) -> tuple[list[Any], list[str]]:
+def input_messages(
+    value: object, instructions: object, *, stored: int = 0
+) -> tuple[list[Any], list[str]]:
     """Chat Completions messages from `instructions` and `input`, and for each message the
-    name of the input item it came from (for error messages)."""
+    name of the input item it came from (for error messages). The first `stored` items are a
+    stored response's (previous_response_id), named so; the request's own follow."""
     messages: list[Any] = []
     names: list[str] = []
     if instructions is not None:
@@ -128,7 +133,7 @@ def input_messages(value: object, instructions: object) -> tuple[list[Any], list
         return message
 
     for i, item in enumerate(value):
-        where = f"input[{i}]"
+        where = f"input[{i - stored}]" if i >= stored else "previous_response_id"
         if not isinstance(item, dict):
             raise invalid(
                 where,

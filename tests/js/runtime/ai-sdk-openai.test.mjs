@@ -1,8 +1,9 @@
 // @ai-sdk/openai's default client, `openai(model)` (the Responses API), against the Worker on
 // workerd (issue 34): the reasoning it shows (`reasoningText`, one reasoning part, no
 // duplicate) and the usage details it reads, streamed and not. It reads only the reasoning
-// summary, so before the summary events its reasoning was empty. One turn: its second turn
-// refers to stored items (store defaults to true), which this Worker does not keep yet.
+// summary, so before the summary events its reasoning was empty. Two turns: the second refers
+// to the first's stored items by id (item_reference; store defaults to true), and the model
+// must see them (the built-in model's calls).
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { createInterface } from "node:readline";
@@ -17,6 +18,7 @@ const SAID = "[[pace:0]] [[think:3]] [[usage:reasoning]] the capital of France?"
 
 let launcher;
 let openai;
+let modelUrl;
 
 before(async () => {
   launcher = spawn(process.execPath, ["local/launch.mjs", "--port", "0", "--pace", "1", "--exit-on-stdin-eof"],
@@ -29,6 +31,7 @@ before(async () => {
       if (line.startsWith("{") && line.includes('"message":"ready"')) { clearTimeout(timer); resolve(JSON.parse(line)); }
     });
   });
+  modelUrl = ready.model.replace(/\/$/, "");
   openai = createOpenAI({ baseURL: `${ready.url.replace(/\/$/, "")}/v1`, apiKey: "unused" });
 }, { timeout: 200_000 });
 
@@ -59,3 +62,17 @@ test("streamText streams the reasoning once, then the text", async () => {
   assert.equal(await result.reasoningText, "Let me think");
   assert.equal((await result.usage).outputTokenDetails.reasoningTokens, 3);
 });
+
+test("a second turn refers to the first's stored items, and the model sees them", async () => {
+  const first = [{ role: "user", content: SAID }];
+  const one = await generateText({ model: openai(MODEL), messages: first });
+  const itemIds = one.response.messages.flatMap((m) => m.content.map((p) => p.providerOptions?.openai?.itemId));
+  assert.ok(itemIds.length > 0 && itemIds.every((id) => typeof id === "string"), JSON.stringify(itemIds));
+  const second = [...first, ...one.response.messages, { role: "user", content: "[[pace:0]] and Spain?" }];
+  const two = await generateText({ model: openai(MODEL), messages: second });
+  assert.ok(two.text.length > 0);
+  const calls = await (await fetch(`${modelUrl}/__local/calls`)).json();
+  const seen = calls.at(-1).inputs.messages.map((m) => [m.role, m.content]);
+  assert.deepEqual(seen, [["user", SAID], ["assistant", one.text], ["user", "[[pace:0]] and Spain?"]]);
+});
+

@@ -209,27 +209,11 @@ def test_json_schema_format_is_workers_ai_json_mode() -> None:
     ("body", "expected"),
     [
         (
-            {"input": "x", "store": True},
-            (
-                400,
-                "unsupported_parameter",
-                "store: true is not supported: this service stores nothing: send the whole conversation in input (store: false)",
-            ),
-        ),
-        (
-            {"input": "x", "previous_response_id": "resp_1"},
-            (
-                400,
-                "unsupported_parameter",
-                "previous_response_id: not supported: this service stores nothing: send the whole conversation in input",
-            ),
-        ),
-        (
             {"input": "x", "conversation": "conv_1"},
             (
                 400,
                 "unsupported_parameter",
-                "conversation: not supported: this service stores nothing: send the whole conversation in input",
+                "conversation: not supported: use previous_response_id",
             ),
         ),
         (
@@ -237,7 +221,7 @@ def test_json_schema_format_is_workers_ai_json_mode() -> None:
             (
                 400,
                 "unsupported_parameter",
-                'input[0].type: "item_reference" items need stored items; this service stores nothing: send the whole conversation in input',
+                'input[0].type: "item_reference" items need stored items; this deployment stores nothing (no RESPONSES binding): send the whole conversation in input',
             ),
         ),
         (

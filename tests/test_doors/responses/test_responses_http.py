@@ -296,20 +296,25 @@ def test_the_agents_sdk_runs_a_tool_and_sends_the_reasoning_back(runtime: Runtim
     assert len(calls) == 3, [c["inputs"]["messages"] for c in calls]
 
 
-def test_stateless_requests_are_refused_saying_why(client: openai.OpenAI, runtime: Runtime) -> None:
-    before = len(runtime.calls())
-    with pytest.raises(openai.BadRequestError) as info:
-        client.responses.create(model=GEMMA, input="x", previous_response_id="resp_1")
-    assert info.value.body == {
-        "message": "previous_response_id: not supported: this service stores nothing: send the whole conversation in input",
-        "type": "invalid_request_error",
-        "param": "previous_response_id",
-        "code": "unsupported_parameter",
-    }
-    with pytest.raises(openai.BadRequestError) as info:
-        client.responses.create(model=GEMMA, input="x", store=True)
-    assert info.value.code == "unsupported_parameter" and "store" in info.value.message
-    assert len(runtime.calls()) == before, "the model was called"
+def test_without_storage_references_are_refused_saying_why(stateless_runtime: Runtime) -> None:
+    """A deployment with no RESPONSES binding: stateless as before (stored: test_responses_store_http)."""
+    rt = stateless_runtime
+    before = len(rt.calls())
+    with openai.OpenAI(base_url=rt.url + "/v1", api_key="x", max_retries=0, timeout=30) as client:
+        with pytest.raises(openai.BadRequestError) as info:
+            client.responses.create(model=GEMMA, input="x", previous_response_id="resp_1")
+        assert info.value.body == {
+            "message": "previous_response_id: not supported: this deployment stores nothing (no RESPONSES binding): send the whole conversation in input",
+            "type": "invalid_request_error",
+            "param": "previous_response_id",
+            "code": "unsupported_parameter",
+        }
+        with pytest.raises(openai.BadRequestError) as info:
+            client.responses.create(model=GEMMA, input="x", store=True)
+        assert info.value.code == "unsupported_parameter" and "store" in info.value.message
+        assert len(rt.calls()) == before, "the model was called"
+        made = client.responses.create(model=GEMMA, input="[[pace:0]] x")
+        assert made.model_dump()["store"] is False
 
 
 def test_stop_strings_and_a_json_format(client: openai.OpenAI, runtime: Runtime) -> None:

@@ -1,0 +1,65 @@
+"""One stored response's storage, in its own Durable Object (shell/response_object.py): the
+Response object, its input items, the items before them (what previous_response_id continues
+from), its owner and when it expires. Plain Python over conversation_store's Sql protocol, so
+the same statements run on the host's sqlite3 and in the object's SQLite.
+
+The record is one JSON text, kept as parts of PART_CHARS characters (a value holds at most
+2,200,000 bytes: bench/notes/2026-11-25-durable-state.md), written in one transaction.
+An expired record reads as none, as does one of another owner: the Worker answers 404 to both,
+so a key cannot learn that another key's response exists.
+"""
+
+from __future__ import annotations
+
+from doors.conversations.conversation_store import PART_CHARS, Sql
+
+SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS record (i INTEGER PRIMARY KEY, data TEXT NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+)
+
+
+class ResponseRecord:
+    def __init__(self, sql: Sql) -> None:
+        self._sql = sql
+        self.reset()
+
+    def reset(self) -> None:
+        """After the object's storage was deleted whole (deleteAll drops the tables too)."""
+        for statement in SCHEMA:
+            self._sql.run(statement)
+
+    def save(self, text: str, *, owner: str, expires_at: float) -> None:
+        """The record's JSON text, replacing what was stored, in one transaction."""
+        parts = [text[i : i + PART_CHARS] for i in range(0, len(text), PART_CHARS)] or [""]
+
+        def work() -> None:
+            self._sql.run("DELETE FROM record")
+            self._sql.run("DELETE FROM meta")
+            for i, part in enumerate(parts):
+                self._sql.run("INSERT INTO record (i, data) VALUES (?, ?)", i, part)
+            self._sql.run("INSERT INTO meta (key, value) VALUES ('owner', ?)", owner)
+            self._sql.run(
+                "INSERT INTO meta (key, value) VALUES ('expires_at', ?)", repr(float(expires_at))
+            )
+
+        self._sql.atomic(work)
+
+    def _meta(self) -> dict[str, str]:
+        return {row["key"]: row["value"] for row in self._sql.rows("SELECT key, value FROM meta")}
+
+    def expired(self, now: float) -> bool:
+        """Something is stored and its time is up (the object then deletes all it holds)."""
+        at = self._meta().get("expires_at")
+        return at is not None and float(at) <= now
+
+    def owned(self, *, owner: str, now: float) -> bool:
+        """Stored, not expired, and `owner`'s."""
+        meta = self._meta()
+        return meta.get("owner") == owner and float(meta.get("expires_at", "0")) > now
+
+    def load(self, *, owner: str, now: float) -> str | None:
+        """The record's JSON text, or None: none stored, expired, or another owner's."""
+        if not self.owned(owner=owner, now=now):
+            return None
+        return "".join(row["data"] for row in self._sql.rows("SELECT data FROM record ORDER BY i"))

@@ -1,0 +1,71 @@
+"""The Durable Object of one stored response (/v1/responses with store: true), named by the
+response's id: the JS wiring of response_record.py (its SQLite storage, its alarm).
+
+The Worker writes the record once, when the answer has ended (bindings.DurableResponses.save),
+and reads it for GET, input_items, previous_response_id and item_reference. The owner (the
+API key's id, or "" without API_KEYS) comes in a header and is checked here: another owner
+reads a 404, as for an id never stored. Expiry: an alarm at the expiry time deletes
+everything, and a read after the expiry time finds nothing even before the alarm has run.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import traceback
+from typing import Any
+from urllib.parse import urlsplit
+
+from workers import DurableObject, Response
+
+from doors.responses.response_record import ResponseRecord
+from shell.bindings import EXPIRES_HEADER, OWNER_HEADER
+from shell.conversation_object import _headers, _Sql
+from surface.request_log import redacted
+from surface.web import JSON_HEADERS
+
+log = logging.getLogger("stored_response")
+
+
+class StoredResponse(DurableObject):  # type: ignore[misc]  # the SDK has no stubs
+    def __init__(self, ctx: Any, env: Any) -> None:
+        super().__init__(ctx, env)
+        self._record = ResponseRecord(_Sql(ctx.storage))
+
+    async def _forget(self) -> None:
+        await self.ctx.storage.deleteAlarm()
+        await self.ctx.storage.deleteAll()
+        self._record.reset()
+
+    async def fetch(self, request: Any) -> Response:
+        raw = request.js_object
+        op = urlsplit(str(raw.url)).path.strip("/")
+        owner = str(raw.headers.get(OWNER_HEADER) or "")
+        now = time.time()
+        try:
+            if self._record.expired(now):
+                await self._forget()
+            if op == "put":
+                expires_at = float(str(raw.headers.get(EXPIRES_HEADER)))
+                self._record.save(str(await raw.text()), owner=owner, expires_at=expires_at)
+                await self.ctx.storage.setAlarm(int(expires_at * 1000))
+                return Response(None, status=204)
+            if op == "get":
+                text = self._record.load(owner=owner, now=now)
+                if text is None:
+                    return Response(None, status=404)
+                return Response(text, status=200, headers=_headers(JSON_HEADERS))
+            if op == "delete":
+                if not self._record.owned(owner=owner, now=now):
+                    return Response(None, status=404)
+                await self._forget()
+                return Response(None, status=204)
+            return Response(None, status=404)
+        except Exception:
+            # No id in the line: the object does not know its own (and it is a capability).
+            log.error("stored response: %s failed: %s", op, redacted(traceback.format_exc()))
+            return Response(None, status=500)
+
+    async def alarm(self, *_: Any) -> None:
+        if self._record.expired(time.time()):
+            await self._forget()

@@ -1,0 +1,205 @@
+"""Stored Responses, the Worker's side (responses_stored.py) on the host: what a request
+continues from, the references it resolves, the owner, the limits and the input_items page."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from typing import Any
+
+import pytest
+from fakes import completion_context
+
+from doors.responses import responses_stored as stored
+from doors.responses.responses_api import parse_responses
+from surface.errors import ApiError
+from surface.settings import load
+
+SETTINGS = load({"AI_MODELS": "@cf/google/gemma-4-26b-a4b-it"}.get)
+HEX = "ab" * 16
+OLD = "resp_" + HEX
+NEW = "resp_" + "cd" * 16
+
+
+class FakeStore:
+    def __init__(self) -> None:
+        self.records: dict[str, tuple[str, dict[str, Any]]] = {}
+        self.saved: list[tuple[str, str, dict[str, Any], float]] = []
+
+    async def load(self, id: str, owner: str) -> dict[str, Any] | None:
+        found = self.records.get(id)
+        return found[1] if found is not None and found[0] == owner else None
+
+    async def delete(self, id: str, owner: str) -> bool:
+        return self.records.pop(id, None) is not None
+
+    def save(self, id: str, owner: str, record: dict[str, Any], expires_at: float) -> None:
+        self.saved.append((id, owner, record, expires_at))
+
+    async def put(self, id: str, owner: str, record: dict[str, Any], expires_at: float) -> None:
+        self.saved.append((id, owner, record, expires_at))
+
+
+def context(store: FakeStore | None, key_id: str | None = None) -> Any:
+    return dataclasses.replace(completion_context(SETTINGS), responses=store, key_id=key_id)
+
+
+TURN_ONE: Any = {
+    "context": [],
+    "input": [
+        {
+            "type": "message",
+            "role": "user",
+            "id": f"msg_{HEX}_i0",
+            "content": [{"type": "input_text", "text": "hi"}],
+        }
+    ],
+    "response": {
+        "id": OLD,
+        "output": [
+            {
+                "id": f"msg_{HEX}_0",
+                "type": "message",
+                "status": "completed",
+                "role": "assistant",
+                "content": [
+                    {"type": "output_text", "annotations": [], "logprobs": [], "text": "hello"}
+                ],
+            }
+        ],
+    },
+}
+
+
+def history(body: dict[str, Any], ctx: Any, store: bool = True) -> stored.History | None:
+    return asyncio.run(stored.history(body, ctx, NEW, store=store))
+
+
+def test_previous_response_id_puts_its_items_before_the_input() -> None:
+    fake = FakeStore()
+    fake.records[OLD] = ("k1", TURN_ONE)
+    ctx = context(fake, "k1")
+    body = {"input": "and then?", "previous_response_id": OLD}
+    found = history(body, ctx)
+    assert found is not None
+    assert found.context == [*TURN_ONE["input"], *TURN_ONE["response"]["output"]]
+    assert found.input == [
+        {
+            "role": "user",
+            "content": [{"type": "input_text", "text": "and then?"}],
+            "type": "message",
+            "id": f"msg_{'cd' * 16}_i0",
+        }
+    ]
+    request = parse_responses(body, ctx, found, store=True)
+    assert request.completion.messages == (
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": "hello"},
+        {"role": "user", "content": "and then?"},
+    )
+    assert request.echo["previous_response_id"] == OLD and request.echo["store"] is True
+
+
+def test_another_keys_response_is_not_found() -> None:
+    fake = FakeStore()
+    fake.records[OLD] = ("k1", TURN_ONE)
+    with pytest.raises(ApiError) as info:
+        history({"input": "x", "previous_response_id": OLD}, context(fake, "k2"))
+    assert (info.value.status, info.value.code, info.value.param) == (
+        404,
+        "not_found",
+        "previous_response_id",
+    )
+
+
+def test_an_item_reference_is_the_stored_item() -> None:
+    fake = FakeStore()
+    fake.records[OLD] = ("", TURN_ONE)
+    body = {
+        "input": [
+            {"role": "user", "content": "hi"},
+            {"type": "item_reference", "id": f"msg_{HEX}_0"},
+            {"role": "user", "content": "more"},
+        ]
+    }
+    found = history(body, context(fake))
+    assert found is not None and found.input[1] == TURN_ONE["response"]["output"][0]
+    with pytest.raises(ApiError) as info:
+        history({"input": [{"type": "item_reference", "id": f"msg_{HEX}_9"}]}, context(fake))
+    assert (info.value.status, info.value.param) == (404, "input[0].id")
+
+
+def test_store_false_with_nothing_to_read_reads_nothing() -> None:
+    assert history({"input": "x"}, context(FakeStore()), store=False) is None
+
+
+def test_without_storage_store_true_and_previous_response_id_are_400() -> None:
+    for body in ({"input": "x", "store": True}, {"input": "x", "previous_response_id": OLD}):
+        with pytest.raises(ApiError) as info:
+            ctx = context(None)
+            stored.wants_store(body, ctx)
+            history(body, ctx)
+        assert (info.value.status, info.value.code) == (400, "unsupported_parameter")
+        assert "no RESPONSES binding" in info.value.message
+    assert stored.wants_store({"input": "x"}, context(None)) is False
+    assert stored.wants_store({"input": "x"}, context(FakeStore())) is True
+    assert stored.wants_store({"input": "x", "store": False}, context(FakeStore())) is False
+
+
+def test_items_past_the_conversation_limit_are_413_before_the_model() -> None:
+    ctx = dataclasses.replace(
+        context(FakeStore()), settings=dataclasses.replace(SETTINGS, max_conversation_bytes=300_000)
+    )
+    found = history({"input": "x" * 50_000}, ctx)
+    assert found is not None
+    with pytest.raises(ApiError) as info:
+        stored.check_size(found, ctx)
+    assert (info.value.status, info.value.code, info.value.param) == (
+        413,
+        "stored_response_too_large",
+        "input",
+    )
+
+
+def test_the_input_items_page_follows_order_limit_and_after() -> None:
+    items = [{"id": f"i{n}"} for n in range(5)]
+    assert stored.page(items, {}) == {
+        "object": "list",
+        "data": items[::-1],
+        "first_id": "i4",
+        "last_id": "i0",
+        "has_more": False,
+    }
+    assert stored.page(items, {"order": "asc", "limit": "2", "after": "i0"}) == {
+        "object": "list",
+        "data": [{"id": "i1"}, {"id": "i2"}],
+        "first_id": "i1",
+        "last_id": "i2",
+        "has_more": True,
+    }
+    for query in ({"order": "up"}, {"limit": "0"}, {"after": "nope"}):
+        with pytest.raises(ApiError):
+            stored.page(items, query)
+
+
+def test_the_saver_writes_the_response_its_input_and_context_once_ended() -> None:
+    fake = FakeStore()
+    ctx = context(fake, "k1")
+    found = history({"input": "x"}, ctx)
+    assert found is not None
+    save = stored.Saver(
+        ctx,
+        NEW,
+        1000,
+        found,
+        lambda gone: {"id": NEW, "status": "incomplete" if gone else "completed"},
+    )
+    save.after(True)
+    assert fake.saved == [
+        (
+            NEW,
+            "k1",
+            {"response": {"id": NEW, "status": "incomplete"}, "input": found.input, "context": []},
+            1000 + 30 * 86400,
+        )
+    ]
