@@ -19,12 +19,20 @@ import js
 from pyodide.ffi import to_js
 from workers import Response, WorkerEntrypoint
 
-from shell.bindings import DurableConversations, WorkersAi, env_lookup, limiter, refresh_catalog
+from shell.bindings import (
+    DurableConversations,
+    DurableOwnerIndexes,
+    WorkersAi,
+    env_lookup,
+    limiter,
+    refresh_catalog,
+)
 
 # Durable Object classes are found in the main module.
 from shell.conversation_object import Conversation  # noqa: F401
 from shell.jsbody import RequestBody
 from shell.jsstream import JsByteSource, RelayPipe
+from shell.owner_index_object import ConversationIndex  # noqa: F401
 from streaming.relay import OneShot, Relay, relay_whole
 from surface import policy, rate_limit, routing
 from surface.census import live_streams
@@ -155,6 +163,8 @@ class Default(WorkerEntrypoint):  # type: ignore[misc]  # the SDK has no stubs
             conversations = (
                 None if namespace is None else DurableConversations(namespace, raw.signal)
             )
+            index_namespace = getattr(self.env, "OWNERS", None)
+            indexes = None if index_namespace is None else DurableOwnerIndexes(index_namespace)
             response = await policy.handle(
                 web,
                 lookup,
@@ -165,6 +175,7 @@ class Default(WorkerEntrypoint):  # type: ignore[misc]  # the SDK has no stubs
                 read_limiter=limiter(self.env, rate_limit.READ_BINDING),
                 conversations=conversations,
                 shell=_Shell(self.env),
+                owner_indexes=indexes,
             )
         except Exception:
             trace = redacted(traceback.format_exc())

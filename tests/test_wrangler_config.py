@@ -58,6 +58,9 @@ REQUIRED = {
     "CONVERSATIONS": re.compile(
         r"^\s*env\.CONVERSATIONS \(Conversation\)\s+Durable Object\s*$", re.MULTILINE
     ),
+    "OWNERS": re.compile(
+        r"^\s*env\.OWNERS \(ConversationIndex\)\s+Durable Object\s*$", re.MULTILINE
+    ),
 }
 
 
@@ -100,14 +103,16 @@ def test_an_environment_without_ai_or_rate_limit_is_caught(tmp_path: Path) -> No
         "preview: KEY_RATE_LIMITER",
         "preview: READ_RATE_LIMITER",
         "preview: CONVERSATIONS",
+        "preview: OWNERS",
         "lab: RATE_LIMITER",
         "lab: KEY_RATE_LIMITER",
         "lab: READ_RATE_LIMITER",
         "lab: CONVERSATIONS",
+        "lab: OWNERS",
     ]
 
 
-def test_every_environment_migrates_the_conversation_class_to_sqlite() -> None:
+def test_every_environment_migrates_the_durable_object_classes_to_sqlite() -> None:
     """The Durable Object's [[migrations]] are per environment too: without them a deploy of
     that environment fails, and new_sqlite_classes is what gives the class its SQLite storage."""
     import tomllib
@@ -116,7 +121,9 @@ def test_every_environment_migrates_the_conversation_class_to_sqlite() -> None:
     blocks = {"top level": config, **{name: env for name, env in config.get("env", {}).items()}}
     for name, block in blocks.items():
         classes = [c for m in block.get("migrations", []) for c in m.get("new_sqlite_classes", [])]
-        assert classes == ["Conversation"], f"{name}: migrations {block.get('migrations')}"
+        assert classes == ["Conversation", "ConversationIndex"], (
+            f"{name}: migrations {block.get('migrations')}"
+        )
 
 
 def test_no_environment_turns_on_the_local_stats_route() -> None:
