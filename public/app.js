@@ -5,9 +5,13 @@
 // the four image types (IMAGE_DATA_URL), checked again where they are drawn.
 import { ChatError, streamChat } from "./chat-client.js";
 import {
-  createConversation, deleteConversation, getConversation, resumeConversation, stopConversation, streamConversation,
+  createConversation, deleteConversation, getConversation, listConversations, resumeConversation, stopConversation,
+  streamConversation, useOwnerToken,
 } from "./conversation-client.js";
-import { DURABLE_KEY, chatFromServer, historyAfter, loadDurable, needsFork, saveDurable } from "./durable-chats.js";
+import {
+  DURABLE_KEY, OWNER_KEY, chatFromServer, historyAfter, listedEntries, loadDurable, loadOwnerToken, needsFork, ownerToken,
+  saveDurable,
+} from "./durable-chats.js";
 import {
   CONTINUE_PROMPT, DEFAULT_LIMITS, IMAGE_DATA_URL, IMAGE_TYPES, capabilitiesFrom, chatTitle, chatToJSON, chatToMarkdown,
   checkImages, cleanSettings, countChars, currentChat, deleteChat, describeError, editMessage, fitConversation,
@@ -32,6 +36,7 @@ let reasoning = [];
 let capabilities = null;   // null: the service announces none (it takes no images, no reasoning back)
 let defaultModel = "";
 let inFlight = null;       // { controller, chatId, stopping }
+let owner = null;          // this browser's owner token (durable chats only): Settings, "Your chats"
 let durable = false;       // the chats are durable conversations (GET /api/v1/models says so): durable-chats.js
 let editingId = null;
 let pending = [];          // images attached to the message being written: { name, type, bytes, url }
@@ -791,6 +796,9 @@ async function readEnding(chat) {
 async function useConversations() {
   durable = true;
   layout.dataset.chats = "server";   // for whoever looks (tests): the chats live on the server
+  owner = loadOwnerToken(localStorage);   // the server lists this browser's chats under it
+  useOwnerToken(owner);
+  $("tab-owner").hidden = false;
   const saved = loadDurable(localStorage);
   // Chats written in before the model list came stay, first, the open one open; their next
   // message starts their conversation. They leave the browser-only list they were saved in.
@@ -806,6 +814,11 @@ async function useConversations() {
   if (!currentChat(state)) begin().model = modelSelect.value;
   if (keepOpen) drawChatList(); else drawChat();
   markReady();   // an answer that waited goes on now, into a conversation; the chats load meanwhile
+  // The chats this token owns that this browser does not know (made on another device), after
+  // the ones it knows; no list (no index on this deployment, offline): the saved list alone.
+  const listed = await listConversations().catch(() => null);
+  const added = listedEntries({ chats: state.chats }, listed).map((entry) => chatFromServer(entry, null));
+  if (added.length) { state.chats.push(...added); save(); drawChatList(); }
   const current = currentChat(state);
   const rest = state.chats.filter((c) => c !== current && c.conversation);
   await Promise.all([current, ...rest].filter((c) => c.conversation).map(loadConversation));
@@ -927,7 +940,7 @@ $("shortcuts-open").addEventListener("click", openShortcuts);
 // Two panels of the same three fields: "This chat" (#system, ...) and "New chats" (#default-system, ...).
 const fieldsOf = (prefix) => ({ system: $(`${prefix}system`), temperature: $(`${prefix}temperature`), maxTokens: $(`${prefix}max-tokens`) });
 const chatFields = fieldsOf(""), newFields = fieldsOf("default-");
-const tabs = [$("tab-chat"), $("tab-new")];
+const tabs = [$("tab-chat"), $("tab-new"), $("tab-owner")];   // the last: durable chats only
 let openedWith = "";   // "This chat" as the dialog opened: untouched, an empty chat takes new defaults
 
 function fillFields(fields, s) {
@@ -962,11 +975,12 @@ function showTab(tab, focus = false) {
 for (const tab of tabs) {
   tab.addEventListener("click", () => showTab(tab));
   tab.addEventListener("keydown", (event) => {
-    const at = tabs.indexOf(tab);
-    const to = { ArrowRight: at + 1, ArrowLeft: at - 1, Home: 0, End: tabs.length - 1 }[event.key];
+    const shown = tabs.filter((t) => !t.hidden);
+    const at = shown.indexOf(tab);
+    const to = { ArrowRight: at + 1, ArrowLeft: at - 1, Home: 0, End: shown.length - 1 }[event.key];
     if (to === undefined) return;
     event.preventDefault();
-    showTab(tabs[(to + tabs.length) % tabs.length], true);
+    showTab(shown[(to + shown.length) % shown.length], true);
   });
 }
 
@@ -975,10 +989,29 @@ function openSettings() {
   fillFields(chatFields, chat.settings);
   fillFields(newFields, defaults);
   openedWith = JSON.stringify(readFields(chatFields));
+  $("owner-token").value = owner ?? "";
+  $("owner-token-paste").value = "";
+  $("owner-token-error").hidden = true;
   showTab(tabs[0]);
   $("settings-error").hidden = true;
   settings.showModal();
 }
+
+// "Your chats": the owner token, to copy here and paste on another device, which then lists
+// the same chats (the page reloads under the pasted token).
+$("owner-token-copy").addEventListener("click", (event) => copyText(owner ?? "", event.currentTarget));
+$("owner-token-use").addEventListener("click", () => {
+  const pasted = ownerToken($("owner-token-paste").value);
+  const error = $("owner-token-error");
+  if (!pasted) {
+    error.textContent = "That is not an owner token: it is 32 hex digits (0-9, a-f), as shown above on the other device.";
+    error.hidden = false;
+    $("owner-token-paste").focus();
+    return;
+  }
+  try { localStorage.setItem(OWNER_KEY, pasted); } catch { /* full: it is used for this visit only */ }
+  location.reload();
+});
 
 $("settings-form").addEventListener("submit", (event) => {
   if (event.submitter?.value !== "save") return;

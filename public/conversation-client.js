@@ -9,6 +9,10 @@
 import { ChatError, foldEvent, readEvents } from "./chat-client.js";
 
 const BASE = "/api/v1/conversations";
+// Headers every call sends unless it is given its own: the page's owner token (useOwnerToken).
+let sent = {};
+/** Every call from now on speaks for the owner of `token` (X-Owner-Token); null: for nobody. */
+export function useOwnerToken(token) { sent = token ? { "x-owner-token": token } : {}; }
 const sleep = (ms, signal) => new Promise((resolve) => {
   const timer = setTimeout(resolve, ms);
   signal?.addEventListener("abort", () => { clearTimeout(timer); resolve(); }, { once: true });
@@ -24,7 +28,7 @@ async function failure(response) {
  * POST /api/v1/conversations: the new conversation's id. Throws a ChatError on failure.
  * `messages` (and the `model` they are checked for): the history it starts from.
  */
-export async function createConversation({ base = BASE, fetch = globalThis.fetch, headers = {}, messages, model } = {}) {
+export async function createConversation({ base = BASE, fetch = globalThis.fetch, headers = sent, messages, model } = {}) {
   const init = { method: "POST", headers };
   if (messages?.length) {
     init.headers = { ...headers, "content-type": "application/json" };
@@ -35,8 +39,19 @@ export async function createConversation({ base = BASE, fetch = globalThis.fetch
   return (await response.json()).id;
 }
 
+/**
+ * GET /api/v1/conversations: one page of the owner's conversations, newest first,
+ * {data: [{id, title, created_at, updated_at}], has_more, next_cursor}. Throws a ChatError.
+ */
+export async function listConversations({ base = BASE, fetch = globalThis.fetch, headers = sent, limit = 100, after = null } = {}) {
+  const query = new URLSearchParams({ limit: String(limit), ...(after ? { after } : {}) });
+  const response = await fetch(`${base}?${query}`, { headers });
+  if (!response.ok) throw await failure(response);
+  return response.json();
+}
+
 /** GET /api/v1/conversations/{id}: {id, messages, streaming}, or null for an unknown id. */
-export async function getConversation(id, { base = BASE, fetch = globalThis.fetch, headers = {} } = {}) {
+export async function getConversation(id, { base = BASE, fetch = globalThis.fetch, headers = sent } = {}) {
   const response = await fetch(`${base}/${id}`, { headers });
   if (response.status === 404) return null;
   if (!response.ok) throw await failure(response);
@@ -44,7 +59,7 @@ export async function getConversation(id, { base = BASE, fetch = globalThis.fetc
 }
 
 /** DELETE /api/v1/conversations/{id}: true when it was there (404: it was not). */
-export async function deleteConversation(id, { base = BASE, fetch = globalThis.fetch, headers = {} } = {}) {
+export async function deleteConversation(id, { base = BASE, fetch = globalThis.fetch, headers = sent } = {}) {
   const response = await fetch(`${base}/${id}`, { method: "DELETE", headers });
   if (response.status === 404) return false;
   if (!response.ok) throw await failure(response);
@@ -52,7 +67,7 @@ export async function deleteConversation(id, { base = BASE, fetch = globalThis.f
 }
 
 /** POST .../stop: whether an answer was being written (it ends with stop_reason "cancelled"). */
-export async function stopConversation(id, { base = BASE, fetch = globalThis.fetch, headers = {} } = {}) {
+export async function stopConversation(id, { base = BASE, fetch = globalThis.fetch, headers = sent } = {}) {
   const response = await fetch(`${base}/${id}/stop`, { method: "POST", headers });
   if (!response.ok) throw await failure(response);
   return (await response.json()).stopped === true;
@@ -109,17 +124,17 @@ async function follow(first, id, { base, fetch, headers, signal, retries, onText
  * resume after a reload with resumeConversation.
  */
 export function streamConversation(id, message, {
-  base = BASE, fetch = globalThis.fetch, headers = {}, signal, retries = 5,
+  base = BASE, fetch = globalThis.fetch, headers = sent, signal, retries = 5,
   onText = () => {}, onThinking = () => {}, onEvent = () => {},
 } = {}) {
-  const sent = { "content-type": "application/json", accept: "text/event-stream", ...headers };
-  const post = () => fetch(`${base}/${id}/messages`, { method: "POST", headers: sent, body: JSON.stringify(message), signal });
+  const posted = { "content-type": "application/json", accept: "text/event-stream", ...headers };
+  const post = () => fetch(`${base}/${id}/messages`, { method: "POST", headers: posted, body: JSON.stringify(message), signal });
   return follow(post, id, { base, fetch, headers, signal, retries, onText, onThinking, onEvent }, null);
 }
 
 /** Picks up the last answer of conversation `id` after `lastEventId` (null: from its start). */
 export function resumeConversation(id, lastEventId, {
-  base = BASE, fetch = globalThis.fetch, headers = {}, signal, retries = 5,
+  base = BASE, fetch = globalThis.fetch, headers = sent, signal, retries = 5,
   onText = () => {}, onThinking = () => {}, onEvent = () => {},
 } = {}) {
   const get = (after) => fetch(`${base}/${id}/stream`, { headers: { ...headers, ...(after ? { "last-event-id": after } : {}) }, signal });

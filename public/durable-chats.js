@@ -11,7 +11,41 @@
 import { IMAGE_DATA_URL, imageBytes, newId } from "./chat-core.js";
 
 export const DURABLE_KEY = "ai-chat:conversations:v1";
+export const OWNER_KEY = "ai-chat:owner-token";
 const ID = /^[0-9a-f]{32}$/;
+const TOKEN = /^[0-9a-f]{32,64}$/;
+
+/** An owner token as typed or pasted (blanks and case forgiven), or null when it is not one. */
+export function ownerToken(text) {
+  const token = String(text ?? "").trim().toLowerCase();
+  return TOKEN.test(token) ? token : null;
+}
+
+/**
+ * This browser's owner token (docs/API.md, "Owned conversations"): the one saved, else a new
+ * one of 128 random bits, saved. It is what the server lists this browser's chats under; the
+ * same token on another device lists the same chats.
+ */
+export function loadOwnerToken(storage, random = globalThis.crypto) {
+  let saved = null;
+  try { saved = ownerToken(storage.getItem(OWNER_KEY)); } catch { /* no storage: a token for this visit */ }
+  if (saved) return saved;
+  const bytes = random.getRandomValues(new Uint8Array(16));
+  const token = Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+  try { storage.setItem(OWNER_KEY, token); } catch { /* full: a token for this visit */ }
+  return token;
+}
+
+/**
+ * The entries of the server's list this browser does not know yet, in the server's order
+ * (newest first), as entries of the saved list: the chats made on another device.
+ */
+export function listedEntries(saved, listed) {
+  const known = new Set(saved.chats.map((c) => c.conversation));
+  return (Array.isArray(listed?.data) ? listed.data : [])
+    .filter((c) => typeof c?.id === "string" && ID.test(c.id) && !known.has(c.id) && known.add(c.id))
+    .map((c) => ({ conversation: c.id, title: "", model: "" }));
+}
 
 /** The saved list: { currentId, chats: [{ conversation, title, settings, model }] }, newest first. */
 export function loadDurable(storage) {

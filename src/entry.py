@@ -21,6 +21,7 @@ from workers import Response, WorkerEntrypoint
 
 from shell.bindings import (
     DurableConversations,
+    DurableOwnerIndexes,
     DurableResponses,
     WorkersAi,
     env_lookup,
@@ -32,6 +33,7 @@ from shell.bindings import (
 from shell.conversation_object import Conversation  # noqa: F401
 from shell.jsbody import RequestBody
 from shell.jsstream import JsByteSource, RelayPipe
+from shell.owner_index_object import ConversationIndex  # noqa: F401
 from shell.response_object import StoredResponse  # noqa: F401
 from streaming.relay import OneShot, Relay, relay_whole
 from surface import policy, rate_limit, routing
@@ -166,6 +168,8 @@ class Default(WorkerEntrypoint):  # type: ignore[misc]  # the SDK has no stubs
             conversations = (
                 None if namespace is None else DurableConversations(namespace, raw.signal)
             )
+            index_namespace = getattr(self.env, "OWNERS", None)
+            indexes = None if index_namespace is None else DurableOwnerIndexes(index_namespace)
             response = await policy.handle(
                 web,
                 lookup,
@@ -177,6 +181,7 @@ class Default(WorkerEntrypoint):  # type: ignore[misc]  # the SDK has no stubs
                 conversations=conversations,
                 shell=_Shell(self.env),
                 responses=None if stored is None else DurableResponses(stored, self.ctx),
+                owner_indexes=indexes,
             )
         except Exception:
             trace = redacted(traceback.format_exc())

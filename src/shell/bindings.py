@@ -1,6 +1,7 @@
 """The Worker's bindings as the core's protocols: Workers AI (run, models), the Durable Object
-namespace of conversations, the rate limiters, and the vars. Python values become JS objects
-before they reach a binding; what a binding answers becomes Python before the core sees it.
+namespaces (conversations, their owners' indexes, stored responses), the rate limiters, and the
+vars. Python values become JS objects before they reach a binding; what a binding answers
+becomes Python before the core sees it.
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ from workers_ai import catalog, gateway, service, upstream_errors
 
 # The header that tells a conversation's Durable Object its own id.
 ID_HEADER = "x-conversation-id"
-# The headers a stored response's Durable Object is told its caller's owner and its expiry in.
+# The headers a Durable Object is told who asks in (owners.owner_of: a key's id or a token's
+# keyed hash, never a token), and a stored response its expiry in.
 OWNER_HEADER = "x-owner"
 EXPIRES_HEADER = "x-expires-at"
 # How long a request waits for env.AI.models() before going on with the facts it has.
@@ -162,7 +164,13 @@ class DurableConversations:
         self._signal = signal
 
     async def call(
-        self, id: str, op: str, payload: dict[str, Any] | None = None, *, after: str | None = None
+        self,
+        id: str,
+        op: str,
+        payload: dict[str, Any] | None = None,
+        *,
+        after: str | None = None,
+        owner: str | None = None,
     ) -> WebResponse:
         stub = self._namespace.get(self._namespace.idFromName(id))
         init: dict[str, Any] = {
@@ -178,6 +186,8 @@ class DurableConversations:
             headers.append("content-type", "application/json")
         if after is not None:
             headers.append("x-after", after)
+        if owner is not None:
+            headers.append(OWNER_HEADER, owner)
         init["headers"] = headers
         response = await stub.fetch(js.Request.new(f"https://conversation/{op}", js_object(init)))
         content_type = response.headers.get("content-type")
@@ -253,6 +263,25 @@ class DurableResponses:
         response = await self._fetch(id, "put", owner, body, expires_at)
         if int(response.status) != 204:
             raise ApiError(500, "storage_failed", "The response could not be stored.")
+
+
+class DurableOwnerIndexes:
+    """routing.OwnerIndexes: one Durable Object per owner (its name is the owner), whose JSON
+    answer comes back as Python; anything but a 200 raises."""
+
+    def __init__(self, namespace: Any) -> None:
+        self._namespace = namespace
+
+    async def call(self, owner: str, op: str, payload: dict[str, Any]) -> dict[str, Any]:
+        stub = self._namespace.get(self._namespace.idFromName(owner))
+        init = {"method": "POST", "body": json.dumps(payload, ensure_ascii=False)}
+        response = await stub.fetch(js.Request.new(f"https://owner/{op}", js_object(init)))
+        text = str(await response.text())
+        if int(response.status) != 200:
+            raise RuntimeError(f"the owner index answered {int(response.status)}")
+        answer = json.loads(text)
+        assert isinstance(answer, dict), answer
+        return answer
 
 
 class RateLimiter:

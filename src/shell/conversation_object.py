@@ -27,7 +27,8 @@ from workers import DurableObject, Response
 from doors.conversations.conversation_room import Room
 from doors.conversations.conversation_store import Store, parse_event_id
 from doors.conversations.conversation_turn import Reply
-from shell.bindings import ID_HEADER, WorkersAi
+from doors.conversations.owners import same_owner
+from shell.bindings import ID_HEADER, OWNER_HEADER, WorkersAi
 from shell.js_glue import void_caller
 from shell.jsstream import JsByteSource, RelayPipe
 from streaming.relay import Relay, Source
@@ -220,6 +221,7 @@ class Conversation(DurableObject):  # type: ignore[misc]  # the SDK has no stubs
         raw = request.js_object
         op = urlsplit(str(raw.url)).path.strip("/")
         id = str(raw.headers.get(ID_HEADER) or "")
+        owner = str(raw.headers.get(OWNER_HEADER) or "") or None
         room = self._room
         try:
             settings = self._wiring.settings = config.load(self._lookup)
@@ -227,10 +229,10 @@ class Conversation(DurableObject):  # type: ignore[misc]  # the SDK has no stubs
             # delete cannot come in between.
             payload = json.loads(str(await raw.text())) if raw.method == "POST" else None
             if op == "create":
-                return _response(
-                    room.create(id, (payload or {}).get("messages", []), settings), None
-                )
-            if not room.exists():
+                history = (payload or {}).get("messages", [])
+                return _response(room.create(id, history, settings, owner), None)
+            # Another owner's conversation is not there for this caller: the same answer.
+            if not room.exists() or not same_owner(room.store.owner, owner):
                 raise ApiError(404, "not_found", "No such conversation.")
             room.recover()
             if op == "get":

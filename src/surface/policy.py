@@ -18,6 +18,7 @@ from surface.routing import (
     Context,
     Conversations,
     EarlyHandler,
+    OwnerIndexes,
     Route,
     RouteTable,
     Shell,
@@ -77,6 +78,7 @@ async def handle(
     conversations: Conversations | None = None,
     shell: Shell | None = None,
     responses: StoredResponses | None = None,
+    owner_indexes: OwnerIndexes | None = None,
 ) -> WebResponse:
     """Every answer, error or not, leaves through here with API_HEADERS."""
     route = table.find(request.path)
@@ -89,7 +91,7 @@ async def handle(
             model,
             table,
             (limiter, key_limiter, read_limiter),
-            conversations,
+            (conversations, owner_indexes),
             responses,
         )
     ).with_headers(API_HEADERS)
@@ -122,10 +124,11 @@ async def _answer(
     model: ChatModel,
     table: RouteTable,
     limiters: tuple[Limiter | None, Limiter | None, Limiter | None],
-    conversations: Conversations | None,
+    durable: tuple[Conversations | None, OwnerIndexes | None],
     responses: StoredResponses | None = None,
 ) -> WebResponse:
     limiter, key_limiter, read_limiter = limiters
+    conversations, owner_indexes = durable
     route = table.find(request.path)
     if route is None:
         return table.not_found(request.path)
@@ -151,14 +154,17 @@ async def _answer(
     handler = route.handler(request.method)
     if handler is None:
         return route.render_error(not_allowed(request, route.allow)).with_headers(cors)
+    reading = request.method in route.read_methods or (
+        request.method == "HEAD" and "GET" in route.read_methods
+    )
     refusal, key = await guard(
         request,
         access=route.access,
-        metered=route.metered,
+        metered=route.metered and not reading,
         env=env,
         limiter=limiter,
         key_limiter=key_limiter,
-        reads=route.reads,
+        reads=route.reads or reading,
         read_limiter=read_limiter,
     )
     if refusal is not None:
@@ -170,6 +176,8 @@ async def _answer(
         conversations=conversations,
         key_id=key_id(key) if key else None,
         responses=responses,
+        owner_indexes=owner_indexes,
+        env=env,
     )
     try:
         response = await handler(context)

@@ -18,10 +18,24 @@ from workers_ai.service import ChatModel
 
 class Conversations(Protocol):
     async def call(
-        self, id: str, op: str, payload: dict[str, Any] | None = None, *, after: str | None = None
+        self,
+        id: str,
+        op: str,
+        payload: dict[str, Any] | None = None,
+        *,
+        after: str | None = None,
+        owner: str | None = None,
     ) -> WebResponse:
         """One operation on the durable conversation `id` (its Durable Object), whose answer is
-        sent on as it is: create, get, delete, messages, stream, stop."""
+        sent on as it is: create, get, delete, messages, stream, stop. `owner`: who asks (the
+        object refuses an owned conversation to anyone else), or None."""
+        ...
+
+
+class OwnerIndexes(Protocol):
+    async def call(self, owner: str, op: str, payload: dict[str, Any]) -> dict[str, Any]:
+        """One operation on the owner's index of conversations (its Durable Object): touch,
+        remove, list; its JSON answer. Raises when the index cannot be reached or fails."""
         ...
 
 
@@ -53,6 +67,8 @@ class Context:
     conversations: Conversations | None = None  # None: no CONVERSATIONS binding
     key_id: str | None = None  # the id of the valid API key the request presented
     responses: StoredResponses | None = None  # None: no RESPONSES binding (nothing stored)
+    owner_indexes: OwnerIndexes | None = None  # None: no OWNERS binding
+    env: Lookup | None = None  # the vars and secrets, for what Settings does not hold
 
 
 Handler = Callable[[Context], Awaitable[WebResponse]]
@@ -111,6 +127,8 @@ class Route:
     access: Access | None = KEY_ONLY  # who may call it when API_KEYS is set (None: anyone)
     metered: bool = False  # it calls the model, so it costs neurons: rate limited
     reads: bool = False  # it reads a Durable Object: rate limited on a limit of its own
+    # Methods of a metered route that only read (GET a list): counted as reads instead.
+    read_methods: tuple[str, ...] = ()
     # Answers before the kill switch and every policy (health: needed exactly when those are
     # off or broken); `methods` is then empty.
     early: EarlyHandler | None = None

@@ -197,7 +197,7 @@ def test_tabs_keep_one_list_through_a_fork_and_a_conversation_deleted_elsewhere(
     expect(second.locator(".msg.user .text")).to_have_text(["[[pace:0]] question two"])
     send(second, "[[pace:0]] from the second tab")
     text_when(second, "outcome === 'complete' && text.includes('second tab')")
-    assert [m["content"] for m in server_history(runtime, forked)] == [
+    assert [m["content"] for m in server_history(runtime, forked, first)] == [
         "[[pace:0]] question two",
         answer_of("[[pace:0]] question two"),
         "[[pace:0]] from the second tab",
@@ -205,14 +205,17 @@ def test_tabs_keep_one_list_through_a_fork_and_a_conversation_deleted_elsewhere(
     ]
     # Deleted behind the page's back: the next message starts it again from the page's history.
     assert (
-        httpx.delete(f"{runtime.url}/api/v1/conversations/{forked}", timeout=10).status_code == 204
+        httpx.delete(
+            f"{runtime.url}/api/v1/conversations/{forked}", headers=owner(first), timeout=10
+        ).status_code
+        == 204
     )
     send(second, "[[pace:0]] after a delete")
     text_when(second, "outcome === 'complete' && text.includes('after a delete')")
     expect(second.locator(".msg.assistant.error")).to_have_count(0)
     again = current_conversation(second)
-    assert again != forked and len(server_history(runtime, again)) == 6, server_history(
-        runtime, again
+    assert again != forked and len(server_history(runtime, again, second)) == 6, server_history(
+        runtime, again, second
     )
 
 
@@ -242,7 +245,10 @@ def test_the_chat_list_comes_from_the_server_and_survives_a_reload(
     )
     # Gone from the server (another device deleted it): it leaves the list at the next load.
     assert (
-        httpx.delete(f"{runtime.url}/api/v1/conversations/{ids[1]}", timeout=10).status_code == 204
+        httpx.delete(
+            f"{runtime.url}/api/v1/conversations/{ids[1]}", headers=owner(page), timeout=10
+        ).status_code
+        == 204
     )
     page.reload()
     expect(page.locator("#chat-list .open")).to_have_text(["the second server chat"])
@@ -271,8 +277,15 @@ def test_stop_ends_the_answer_on_the_server_and_the_model_call(
     expect(page.locator(".msg.assistant .note")).to_have_text(["Stopped."])  # its stored ending
 
 
-def server_history(runtime: Runtime, id: str) -> Any:
-    response = httpx.get(f"{runtime.url}/api/v1/conversations/{id}", timeout=10)
+def owner(page: Page) -> dict[str, str]:
+    """The page's owner token, as another device with the same token sends it."""
+    return {"x-owner-token": str(page.evaluate("localStorage.getItem('ai-chat:owner-token')"))}
+
+
+def server_history(runtime: Runtime, id: str, page: Page) -> Any:
+    response = httpx.get(
+        f"{runtime.url}/api/v1/conversations/{id}", headers=owner(page), timeout=10
+    )
     return response.json()["messages"] if response.status_code == 200 else response.status_code
 
 
@@ -305,7 +318,7 @@ def test_settings_continue_after_a_reload_and_an_edit_fork_the_conversation(
         ["You said: tell me more.You said: Continue exactly where"]
     )
     assert current_conversation(page) == first, "Continue goes on in the same conversation"
-    assert [m["content"] for m in server_history(runtime, first)][-2:] == [
+    assert [m["content"] for m in server_history(runtime, first, page)][-2:] == [
         CONTINUE_PROMPT,
         "You said: Continue exactly where",
     ]
@@ -317,13 +330,13 @@ def test_settings_continue_after_a_reload_and_an_edit_fork_the_conversation(
     expect(page.locator(".msg.user .versions")).to_have_text("‹2 / 2›")
     forked = current_conversation(page)
     assert forked != first
-    assert server_history(runtime, forked) == [
+    assert server_history(runtime, forked, page) == [
         {"role": "system", "content": "Answer in one line."},
         {"role": "user", "content": "[[pace:0]] an edited question"},
         {"role": "assistant", "content": "You said: an edited question."},
     ]
     deadline = time.monotonic() + 10
-    while server_history(runtime, first) != 404:  # the old one is deleted, not left behind
+    while server_history(runtime, first, page) != 404:  # the old one is deleted, not left behind
         assert time.monotonic() < deadline, "the conversation it forked from is still there"
         time.sleep(0.05)
     assert axe_violations(page) == [], "axe, a forked chat with versions"

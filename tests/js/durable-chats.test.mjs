@@ -3,7 +3,10 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { sendableMessages } from "../../public/chat-core.js";
-import { DURABLE_KEY, chatFromServer, historyAfter, loadDurable, needsFork, saveDurable } from "../../public/durable-chats.js";
+import {
+  DURABLE_KEY, OWNER_KEY, chatFromServer, historyAfter, listedEntries, loadDurable, loadOwnerToken, needsFork, ownerToken,
+  saveDurable,
+} from "../../public/durable-chats.js";
 
 class Memory {
   constructor(items = {}) { this.items = { ...items }; }
@@ -80,4 +83,26 @@ test("an exported chat carries neither its conversation's id nor the server's co
   assert.equal(exported.includes(A), false, exported);
   assert.deepEqual(JSON.parse(exported).chat.messages.map((m) => m.content), ["q"]);
   assert.equal("serverMessages" in JSON.parse(exported).chat, false);
+});
+
+test("the owner token: 128 random bits made once and kept; a pasted one is forgiven its blanks and case", () => {
+  const storage = new Memory();
+  const token = loadOwnerToken(storage);
+  assert.match(token, /^[0-9a-f]{32}$/);
+  assert.equal(storage.getItem(OWNER_KEY), token);
+  assert.equal(loadOwnerToken(storage), token);
+  assert.notEqual(loadOwnerToken(new Memory()), token);
+  assert.notEqual(loadOwnerToken(new Memory({ [OWNER_KEY]: "not hex" })), "not hex");
+  assert.equal(ownerToken(`  ${A.toUpperCase()}\n`), A);
+  for (const bad of ["", "xyz", "a".repeat(31), "a".repeat(65), null]) assert.equal(ownerToken(bad), null);
+});
+
+test("the server's list adds the chats this browser does not know, in its order", () => {
+  const C = "c".repeat(32);
+  const saved = { chats: [{ conversation: A }] };
+  const listed = { data: [{ id: C, title: "new" }, { id: A, title: "known" }, { id: "../x" }, { id: B }, { id: C }] };
+  assert.deepEqual(listedEntries(saved, listed), [
+    { conversation: C, title: "", model: "" }, { conversation: B, title: "", model: "" },
+  ]);
+  assert.deepEqual(listedEntries(saved, null), []);
 });

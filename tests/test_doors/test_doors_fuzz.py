@@ -35,7 +35,13 @@ class Recorded:
         self.calls: list[tuple[str, str, dict[str, Any] | None]] = []
 
     async def call(
-        self, id: str, op: str, payload: dict[str, Any] | None = None, *, after: str | None = None
+        self,
+        id: str,
+        op: str,
+        payload: dict[str, Any] | None = None,
+        *,
+        after: str | None = None,
+        owner: str | None = None,
     ) -> WebResponse:
         self.calls.append((id, op, payload))
         return json_response(201 if op == "create" else 200, {"id": id})

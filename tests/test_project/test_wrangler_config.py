@@ -61,6 +61,9 @@ REQUIRED = {
     "RESPONSES": re.compile(
         r"^\s*env\.RESPONSES \(StoredResponse\)\s+Durable Object\s*$", re.MULTILINE
     ),
+    "OWNERS": re.compile(
+        r"^\s*env\.OWNERS \(ConversationIndex\)\s+Durable Object\s*$", re.MULTILINE
+    ),
 }
 
 
@@ -104,15 +107,17 @@ def test_an_environment_without_ai_or_rate_limit_is_caught(tmp_path: Path) -> No
         "preview: READ_RATE_LIMITER",
         "preview: CONVERSATIONS",
         "preview: RESPONSES",
+        "preview: OWNERS",
         "lab: RATE_LIMITER",
         "lab: KEY_RATE_LIMITER",
         "lab: READ_RATE_LIMITER",
         "lab: CONVERSATIONS",
         "lab: RESPONSES",
+        "lab: OWNERS",
     ]
 
 
-def test_every_environment_migrates_the_conversation_class_to_sqlite() -> None:
+def test_every_environment_migrates_the_durable_object_classes_to_sqlite() -> None:
     """The Durable Object's [[migrations]] are per environment too: without them a deploy of
     that environment fails, and new_sqlite_classes is what gives the class its SQLite storage."""
     import tomllib
@@ -121,7 +126,7 @@ def test_every_environment_migrates_the_conversation_class_to_sqlite() -> None:
     blocks = {"top level": config, **{name: env for name, env in config.get("env", {}).items()}}
     for name, block in blocks.items():
         classes = [c for m in block.get("migrations", []) for c in m.get("new_sqlite_classes", [])]
-        assert classes == ["Conversation", "StoredResponse"], (
+        assert classes == ["Conversation", "StoredResponse", "ConversationIndex"], (
             f"{name}: migrations {block.get('migrations')}"
         )
 

@@ -71,7 +71,13 @@ class NoConversations:
     """A CONVERSATIONS binding that is there, for what only asks whether it is."""
 
     async def call(
-        self, id: str, op: str, payload: dict[str, Any] | None = None, *, after: str | None = None
+        self,
+        id: str,
+        op: str,
+        payload: dict[str, Any] | None = None,
+        *,
+        after: str | None = None,
+        owner: str | None = None,
     ) -> WebResponse:
         raise AssertionError(f"no conversation call expected, got {op} {id}")
 
@@ -83,7 +89,13 @@ class RecordingConversations:
         self.calls: list[tuple[str, dict[str, Any] | None]] = []
 
     async def call(
-        self, id: str, op: str, payload: dict[str, Any] | None = None, *, after: str | None = None
+        self,
+        id: str,
+        op: str,
+        payload: dict[str, Any] | None = None,
+        *,
+        after: str | None = None,
+        owner: str | None = None,
     ) -> WebResponse:
         self.calls.append((op, payload))
         return WebResponse(status=201, headers=API_HEADERS, body=json.dumps({"id": id}).encode())

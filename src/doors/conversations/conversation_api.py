@@ -1,14 +1,23 @@
 """Durable conversations, the Worker's side: the routes, their checks, and the call to the
 conversation's own Durable Object (conversation_object.py), whose answer is sent on as it is.
 
-The id is 128 random bits: knowing it is the capability to read the conversation. A message
-is checked here with the same rules as /api/v1/chat before it reaches the object.
+The id is 128 random bits. A conversation made by an owner (an API key, or an owner token:
+owners.py) is that owner's alone: its object answers anyone else 404, as for an id that does
+not exist, and the owner's index lists it. One made by nobody is found by its id alone, as
+before. A message is checked here with the same rules as /api/v1/chat before it reaches the
+object.
+
+The index is written after the conversation's object has answered, and a failure to write it
+is logged and goes no further: the conversation, and a turn's model call, are the object's
+alone; a later turn puts a conversation the index missed back on its list.
 """
 
 from __future__ import annotations
 
+import logging
 import re
 import secrets
+import time
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -23,11 +32,12 @@ from checks.chat_request import (
     well_formed_json,
 )
 from checks.messages import CHAT, parse_conversation
+from doors.conversations import owners
 from doors.conversations.conversation_store import parse_event_id
 from surface.errors import ApiError
 from surface.guard import PAGE_OR_KEY
 from surface.routing import Api, Context, Conversations, Route, app_error, parse_body
-from surface.web import WebResponse
+from surface.web import WebResponse, json_response
 from workers_ai import catalog
 
 PREFIX = "/api/v1/conversations"
@@ -35,13 +45,17 @@ _ID = "[0-9a-f]{32}"
 _PATH = re.compile(PREFIX + r"/(" + _ID + r")(?:/(messages|stream|stop))?")
 MESSAGE_FIELDS = ("content", *(f for f in CHAT_FIELDS if f != "messages"))
 HISTORY_FIELDS = ("messages", "model")
+_NO_INDEX = "Listing conversations is not configured on this deployment (no OWNERS binding)."
+
+log = logging.getLogger("conversations")
 
 
 def new_id() -> str:
     return secrets.token_hex(16)
 
 
-def _target(ctx: Context) -> tuple[Conversations, str]:
+def _target(ctx: Context) -> tuple[Conversations, str, str | None]:
+    """The binding, the conversation's id and who asks for it."""
     if ctx.conversations is None:
         raise ApiError(
             501,
@@ -51,7 +65,22 @@ def _target(ctx: Context) -> tuple[Conversations, str]:
     match = _PATH.fullmatch(ctx.request.path)
     if match is None:  # the route patterns only let well-formed ids through
         raise ApiError(404, "not_found", "No such conversation.")
-    return ctx.conversations, match.group(1)
+    return ctx.conversations, match.group(1), _owner(ctx)
+
+
+def _owner(ctx: Context) -> str | None:
+    key = ctx.env(owners.HASH_KEY_VAR) if ctx.env is not None else None
+    return owners.owner_of(ctx.request.headers, ctx.key_id, key)
+
+
+async def _index(ctx: Context, owner: str | None, op: str, payload: dict[str, Any]) -> None:
+    """Best effort: the conversation's object is the truth (see the module's doc)."""
+    if owner is None or ctx.owner_indexes is None:
+        return
+    try:
+        await ctx.owner_indexes.call(owner, op, payload)
+    except Exception as exc:  # logged without the owner or the id
+        log.error("conversation index: %s failed: %s", op, type(exc).__name__)
 
 
 def parse_message(body: dict[str, Any], ctx: Context) -> dict[str, Any]:
@@ -117,29 +146,66 @@ async def create(ctx: Context) -> WebResponse:
         request.body, request.headers.get("content-length"), ctx.settings.max_body_bytes
     )
     history = None
+    owner = _owner(ctx)
     if body:
         check_content_type(request.headers.get("content-type"))
         history = parse_history(parse_json(body), ctx)
-    return await ctx.conversations.call(new_id(), "create", history)
+    id = new_id()
+    response = await ctx.conversations.call(id, "create", history, owner=owner)
+    if response.status == 201:
+        title = owners.first_title(history["messages"]) if history else None
+        await _index(ctx, owner, "touch", {"id": id, "now": time.time(), "title": title})
+    return response
+
+
+async def listing(ctx: Context) -> WebResponse:
+    """GET /api/v1/conversations: the owner's, newest first (the latest turn), by pages."""
+    if ctx.conversations is None or ctx.owner_indexes is None:
+        raise ApiError(501, "conversations_unavailable", _NO_INDEX)
+    query = owners.list_query(parse_qs(urlsplit(ctx.request.url).query))
+    owner = _owner(ctx)
+    if owner is None:
+        raise ApiError(
+            401,
+            "owner_required",
+            "Only an owner's conversations are listed: send an API key"
+            " (Authorization: Bearer <key>) or an owner token (X-Owner-Token).",
+        )
+    try:
+        page = await ctx.owner_indexes.call(owner, "list", query)
+    except Exception as exc:
+        log.error("conversation index: list failed: %s", type(exc).__name__)
+        raise ApiError(
+            503, "index_unavailable", "The list of conversations could not be read; try again."
+        ) from None
+    return json_response(200, page)
 
 
 async def read(ctx: Context) -> WebResponse:
-    conversations, id = _target(ctx)
-    return await conversations.call(id, "get")
+    conversations, id, owner = _target(ctx)
+    return await conversations.call(id, "get", owner=owner)
 
 
 async def delete(ctx: Context) -> WebResponse:
-    conversations, id = _target(ctx)
-    return await conversations.call(id, "delete")
+    conversations, id, owner = _target(ctx)
+    response = await conversations.call(id, "delete", owner=owner)
+    if response.status in (204, 404):  # 404: gone already, or a stale entry of the list
+        await _index(ctx, owner, "remove", {"id": id})
+    return response
 
 
 async def message(ctx: Context) -> WebResponse:
-    conversations, id = _target(ctx)
-    return await conversations.call(id, "messages", parse_message(await parse_body(ctx), ctx))
+    conversations, id, owner = _target(ctx)
+    payload = parse_message(await parse_body(ctx), ctx)
+    response = await conversations.call(id, "messages", payload, owner=owner)
+    if response.status == 200:  # the turn has begun: the conversation moves to the top
+        title = owners.title_of(payload["content"])
+        await _index(ctx, owner, "touch", {"id": id, "now": time.time(), "title": title})
+    return response
 
 
 async def stream(ctx: Context) -> WebResponse:
-    conversations, id = _target(ctx)
+    conversations, id, owner = _target(ctx)
     request = ctx.request
     header = request.headers.get("last-event-id")
     query = None if header else _query(request.url, "after")
@@ -148,7 +214,7 @@ async def stream(ctx: Context) -> WebResponse:
         after = _event_id("Last-Event-ID", header)
     elif query is not None:
         after = _event_id("after", query)
-    return await conversations.call(id, "stream", after=after)
+    return await conversations.call(id, "stream", after=after, owner=owner)
 
 
 def _event_id(field: str, value: str) -> str:
@@ -166,8 +232,8 @@ def _event_id(field: str, value: str) -> str:
 
 
 async def stop(ctx: Context) -> WebResponse:
-    conversations, id = _target(ctx)
-    return await conversations.call(id, "stop")
+    conversations, id, owner = _target(ctx)
+    return await conversations.call(id, "stop", owner=owner)
 
 
 def _query(url: str, name: str) -> str | None:
@@ -178,8 +244,13 @@ def _query(url: str, name: str) -> str | None:
 CONVERSATIONS_API = Api(
     prefix=PREFIX,
     routes={
+        # A create is rate limited like a chat; the list is a read (READ_RATE_LIMITER).
         PREFIX: Route(
-            methods={"POST": create}, render_error=app_error, access=PAGE_OR_KEY, metered=True
+            methods={"POST": create, "GET": listing},
+            render_error=app_error,
+            access=PAGE_OR_KEY,
+            metered=True,
+            read_methods=("GET",),
         )
     },
     pattern_routes={

@@ -90,7 +90,13 @@ class Room:
         self.wiring = wiring
         self.turn: Turn | None = None
 
-    def create(self, id: str, history: list[dict[str, Any]], settings: Settings) -> Reply:
+    def create(
+        self,
+        id: str,
+        history: list[dict[str, Any]],
+        settings: Settings,
+        owner: str | None = None,
+    ) -> Reply:
         size = sum(message_bytes(m["content"], m.get("reasoning")) for m in history)
         if size + ENDING_RESERVE > settings.max_conversation_bytes:
             raise _full(
@@ -107,7 +113,7 @@ class Room:
             )
 
         def write() -> None:
-            self.store.create(time.time())
+            self.store.create(time.time(), owner)
             for message in history:
                 self.store.add_message(
                     message["role"], message["content"], message.get("reasoning")

@@ -127,15 +127,22 @@ class Store:
             self._schema = True
         return True
 
-    def create(self, now: float) -> None:
+    def create(self, now: float, owner: str | None = None) -> None:
         for statement in SCHEMA:
             self._sql.run(statement)
         self._schema = True
         self._set("created", repr(now))
+        if owner is not None:  # an API key's id or a token's keyed hash (owners.py)
+            self._set("owner", owner)
         self._set("turn", "0")
         self._set("streaming", "0")
         self._set("bytes", "0")
         self._size = 0  # this object may have held a conversation that was deleted
+
+    @property
+    def owner(self) -> str | None:
+        """Who owns the conversation (owners.py), or None: its id is the capability."""
+        return self._get("owner")
 
     def forget(self) -> None:
         """The storage is being deleted: nothing cached here outlives it."""
