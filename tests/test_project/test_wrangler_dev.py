@@ -80,7 +80,15 @@ def test_wrangler_dev_local_serves_assets_and_the_routes_without_a_model() -> No
         health = httpx.get(base + "/api/v1/health", timeout=60).json()
         assert (
             health["bindings"]
-            == ["AI", "CONVERSATIONS", "KEY_RATE_LIMITER", "RATE_LIMITER", "READ_RATE_LIMITER"]
+            == [
+                "AI",
+                "CONVERSATIONS",
+                "KEY_RATE_LIMITER",
+                "OWNERS",
+                "RATE_LIMITER",
+                "READ_RATE_LIMITER",
+                "RESPONSES",
+            ]
             and health["environment"] == "development"
         ), health
         models = httpx.get(base + "/api/v1/models", timeout=60).json()

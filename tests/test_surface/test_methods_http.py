@@ -12,7 +12,8 @@ pytestmark = pytest.mark.runtime
 
 MODEL = "@cf/openai/gpt-oss-20b"
 # Every path the table serves (a prefix route with a model id after it).
-# A pattern route with a conversation id in it (one that does not exist: 404 on GET and HEAD alike).
+# A pattern route with a conversation's or a stored response's id in it (one that does not exist:
+# 404 on GET and HEAD alike).
 CONVERSATION = "0" * 32
 PATHS = {
     **{path: route.allow for path, route in TABLE.routes.items()},
@@ -44,6 +45,8 @@ def test_the_table_is_what_these_tests_cover() -> None:
             conversation + "/messages",
             conversation + "/stream",
             conversation + "/stop",
+            "/v1/responses/resp_" + CONVERSATION,
+            "/v1/responses/resp_" + CONVERSATION + "/input_items",
         ]
     )
 
