@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from doors.openai_chat.openai_events import Collector, openai_usage
+from doors.openai_chat.openai_events import Collector, error_frame, openai_usage
 from streaming.relay import Failed, Finished
 from streaming.sse import PING
 from streaming.sse import dumps as _dumps
@@ -63,16 +63,7 @@ class TextCompletionEncoder:
         return (out + "data: [DONE]\n\n").encode()
 
     def failed(self, failure: Failed) -> bytes:
-        # No [DONE] after a failure: [DONE] means the answer is complete.
-        error = {
-            "error": {
-                "message": failure.message,
-                "type": "server_error",
-                "param": None,
-                "code": failure.code,
-            }
-        }
-        return b"data: " + _dumps(error).encode() + b"\n\n"
+        return error_frame(failure)
 
 
 def text_completion(

@@ -25,6 +25,20 @@ def openai_usage(usage: dict[str, int]) -> dict[str, Any]:
     return out
 
 
+def error_frame(failure: Failed) -> bytes:
+    """How OpenAI's streams end in an error, chat and legacy completions alike. No [DONE] after
+    it: [DONE] means the answer is complete."""
+    error = {
+        "error": {
+            "message": failure.message,
+            "type": "server_error",
+            "param": None,
+            "code": failure.code,
+        }
+    }
+    return b"data: " + _dumps(error).encode() + b"\n\n"
+
+
 def call_id(completion_id: str, index: int) -> str:
     """The id of a tool call the model sent without one (native calls have none)."""
     return "call_%s_%d" % (completion_id.removeprefix("chatcmpl-"), index)
@@ -109,16 +123,7 @@ class CompletionEncoder:
         return (out + "data: [DONE]\n\n").encode()
 
     def failed(self, failure: Failed) -> bytes:
-        # No [DONE] after a failure: [DONE] means the answer is complete.
-        error = {
-            "error": {
-                "message": failure.message,
-                "type": "server_error",
-                "param": None,
-                "code": failure.code,
-            }
-        }
-        return b"data: " + _dumps(error).encode() + b"\n\n"
+        return error_frame(failure)
 
 
 class Collector:
