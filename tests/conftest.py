@@ -10,10 +10,13 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
+
+if TYPE_CHECKING:
+    import openai
 
 ROOT = Path(__file__).resolve().parent.parent
 # The offline Pyodide bundle beside the checkout, as the Makefile and the launcher find it, for
@@ -141,6 +144,18 @@ def start_runtime(
 _START_FAILED: list[str] = []
 
 
+@pytest.fixture
+def client(runtime: Runtime) -> Iterator[openai.OpenAI]:
+    """The openai SDK on the shared runtime's /v1, as the OpenAI-door tests use it (a file may
+    define its own `client` with other settings)."""
+    import openai  # here, not at the top: host tests need not load it
+
+    with openai.OpenAI(
+        base_url=runtime.url + "/v1", api_key="unused", max_retries=0, timeout=30
+    ) as c:
+        yield c
+
+
 @pytest.fixture(scope="session")
 def runtime() -> Iterator[Runtime]:
     if _START_FAILED:  # fail every later test at once, not by starting workerd again
@@ -184,6 +199,22 @@ def assert_stopped(
         assert delay < within_ms, (
             f"upstream closed {delay:.1f} ms after the client left (bound {within_ms} ms)"
         )
+
+
+def leave_mid_answer(rt: Runtime, path: str, body: dict[str, Any], marker: bytes) -> float:
+    """POST a streamed answer, read until `marker` came 3 times, then leave: when it left,
+    epoch ms (for assert_stopped)."""
+    with (
+        httpx.Client(base_url=rt.url, timeout=30) as http,
+        http.stream("POST", path, json=body) as r,
+    ):
+        assert r.status_code == 200, r.read()
+        seen = 0
+        for chunk in r.iter_raw():
+            seen += chunk.count(marker)
+            if seen >= 3:
+                break
+        return time.time() * 1000
 
 
 def parse_sse(raw: bytes) -> list[tuple[str, object]]:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import base64
 import json
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -34,14 +33,6 @@ WEATHER: Any = {
         "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
     },
 }
-
-
-@pytest.fixture
-def client(runtime: Runtime) -> Iterator[openai.OpenAI]:
-    with openai.OpenAI(
-        base_url=runtime.url + "/v1", api_key="unused", max_retries=0, timeout=30
-    ) as c:
-        yield c
 
 
 def chat(runtime: Runtime, body: dict[str, Any]) -> httpx.Response:

@@ -9,6 +9,7 @@ import subprocess
 import tomllib
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -65,6 +66,21 @@ REQUIRED = {
         r"^\s*env\.OWNERS \(ConversationIndex\)\s+Durable Object\s*$", re.MULTILINE
     ),
 }
+
+
+def per_environment(script: str, envs: list[str | None]) -> list[Any]:
+    """Run a node script that reads wrangler's config for each of `envs` (its argv[1], as JSON)
+    and prints one JSON array per environment; those arrays, in order."""
+    result = subprocess.run(
+        ["node", "--input-type=module", "-e", script, json.dumps(envs)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "WRANGLER_SEND_METRICS": "false"},
+    )
+    assert result.returncode == 0, result.stderr
+    return [json.loads(line) for line in result.stdout.splitlines() if line.startswith("[")]
 
 
 def missing_bindings(project: Path, tmp: Path) -> list[str]:
@@ -141,16 +157,7 @@ def test_no_environment_turns_on_the_local_stats_route() -> None:
         " console.log(JSON.stringify([env, 'LOCAL_DEV_STATS' in b, 'AI_MODELS' in b])); }"
     )
     envs = environments(ROOT / "wrangler.toml")
-    result = subprocess.run(
-        ["node", "--input-type=module", "-e", script, json.dumps(envs)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={**os.environ, "WRANGLER_SEND_METRICS": "false"},
-    )
-    assert result.returncode == 0, result.stderr
-    rows = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("[")]
+    rows = per_environment(script, envs)
     assert rows == [[env, False, True] for env in envs], rows
 
 
@@ -260,15 +267,6 @@ def test_every_environment_runs_pyodide_314_and_a_deploy_keeps_dashboard_vars() 
         " console.log(JSON.stringify([env, c.keep_vars, c.compatibility_flags])); }"
     )
     envs = environments(ROOT / "wrangler.toml")
-    result = subprocess.run(
-        ["node", "--input-type=module", "-e", script, json.dumps(envs)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={**os.environ, "WRANGLER_SEND_METRICS": "false"},
-    )
-    assert result.returncode == 0, result.stderr
-    rows = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("[")]
+    rows = per_environment(script, envs)
     flags = ["python_workers", "python_workers_20260610", "enable_request_signal"]
     assert rows == [[env, True, flags] for env in envs], rows

@@ -55,21 +55,26 @@ def stop(process: subprocess.Popen[str]) -> None:
         process.stdout.close()
 
 
+def until_ready(process: subprocess.Popen[str]) -> str:
+    """What the dev server printed up to its "Ready on" line, its end, or 180 s."""
+    assert process.stdout is not None
+    seen: list[str] = []
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        line = process.stdout.readline()
+        if not line:
+            break
+        seen.append(line)
+        if re.search(r"Ready on http://127\.0\.0\.1:\d+", line):
+            break
+    return "".join(seen)
+
+
 def test_wrangler_dev_local_serves_assets_and_the_routes_without_a_model() -> None:
     port = free_port()
     process = make("wrangler-dev", port)
     try:
-        assert process.stdout is not None
-        seen: list[str] = []
-        deadline = time.monotonic() + 180
-        while time.monotonic() < deadline:
-            line = process.stdout.readline()
-            if not line:
-                break
-            seen.append(line)
-            if re.search(r"Ready on http://127\.0\.0\.1:\d+", line):
-                break
-        output = "".join(seen)
+        output = until_ready(process)
         assert "Ready on" in output, output[-3000:]
         assert re.search(r"env\.AI\s+AI\s+not supported", output), output[-3000:]
         base = f"http://127.0.0.1:{port}"
@@ -116,17 +121,7 @@ def test_pywrangler_dev_finds_the_pinned_uv_and_runs_its_sync() -> None:
     port = free_port()
     process = make("pywrangler-dev", port)
     try:
-        assert process.stdout is not None
-        seen: list[str] = []
-        deadline = time.monotonic() + 180
-        while time.monotonic() < deadline:
-            line = process.stdout.readline()
-            if not line:
-                break
-            seen.append(line)
-            if re.search(r"Ready on http://127\.0\.0\.1:\d+", line):
-                break
-        output = "".join(seen)
+        output = until_ready(process)
         assert "Command not found" not in output, output[-3000:]
         if "Ready on" in output:  # online: the Worker answers
             health = httpx.get(f"http://127.0.0.1:{port}/api/v1/health", timeout=60)

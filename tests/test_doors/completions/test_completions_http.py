@@ -5,7 +5,6 @@ leaves mid-answer closing the model's connection as on every door (issue 34)."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -22,14 +21,6 @@ PROMPT = 'Hi "there" \\ édge 🌍'
 
 def answer_to(prompt: str) -> str:
     return "".join(expected_tokens([{"role": "user", "content": prompt}]))
-
-
-@pytest.fixture
-def client(runtime: Runtime) -> Iterator[openai.OpenAI]:
-    with openai.OpenAI(
-        base_url=runtime.url + "/v1", api_key="unused", max_retries=0, timeout=30
-    ) as c:
-        yield c
 
 
 def test_a_whole_completion_from_the_openai_sdk(client: openai.OpenAI, runtime: Runtime) -> None:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import base64
 import math
 import struct
-from collections.abc import Iterator
 
 import httpx
 import openai
@@ -22,14 +21,6 @@ pytestmark = pytest.mark.runtime
 BGE, BASE, GEMMA = "@cf/baai/bge-m3", "@cf/baai/bge-base-en-v1.5", "@cf/google/embeddinggemma-300m"
 CHAT = "@cf/google/gemma-4-26b-a4b-it"
 TEXTS = ["Hello, world!", 'quote " \\ édge 🌍']
-
-
-@pytest.fixture
-def client(runtime: Runtime) -> Iterator[openai.OpenAI]:
-    with openai.OpenAI(
-        base_url=runtime.url + "/v1", api_key="unused", max_retries=0, timeout=30
-    ) as c:
-        yield c
 
 
 def test_the_openai_sdk_default_base64_and_floats_are_the_models_vectors(

@@ -7,16 +7,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
-import httpx
 import openai
 import pytest
 from agents import Agent, OpenAIResponsesModel, Runner, function_tool, set_tracing_disabled
-from conftest import Runtime, assert_stopped, expected_tokens, expected_usage
+from conftest import Runtime, assert_stopped, expected_tokens, expected_usage, leave_mid_answer
 
 pytestmark = pytest.mark.runtime
 
@@ -50,14 +47,6 @@ REASONING_CLOSE = [
     "response.reasoning_summary_part.done",
     "response.output_item.done",
 ]
-
-
-@pytest.fixture
-def client(runtime: Runtime) -> Iterator[openai.OpenAI]:
-    with openai.OpenAI(
-        base_url=runtime.url + "/v1", api_key="unused", max_retries=0, timeout=30
-    ) as c:
-        yield c
 
 
 def answer(text: str, *earlier: dict[str, str]) -> str:
@@ -365,17 +354,7 @@ def test_a_client_that_leaves_stops_the_model(runtime: Runtime) -> None:
         "input": "[[pace:40]] [[tokens:200]] long answer please",
         "stream": True,
     }
-    with (
-        httpx.Client(base_url=runtime.url, timeout=30) as http,
-        http.stream("POST", "/v1/responses", json=body) as r,
-    ):
-        assert r.status_code == 200
-        seen = 0
-        for chunk in r.iter_raw():
-            seen += chunk.count(b"event: response.output_text.delta")
-            if seen >= 3:
-                break
-        left = time.time() * 1000
+    left = leave_mid_answer(runtime, "/v1/responses", body, b"event: response.output_text.delta")
     call = runtime.wait_for(
         lambda c: c["clientClosedAt"] is not None or c["finishedAt"] is not None
     )

@@ -8,12 +8,18 @@ import json
 import re
 import shutil
 import subprocess
-import time
 from typing import Any
 
 import httpx
 import pytest
-from conftest import ROOT, Runtime, assert_stopped, expected_tokens, expected_usage
+from conftest import (
+    ROOT,
+    Runtime,
+    assert_stopped,
+    expected_tokens,
+    expected_usage,
+    leave_mid_answer,
+)
 
 pytestmark = pytest.mark.runtime
 
@@ -184,17 +190,7 @@ def test_the_wire_in_bytes(runtime: Runtime) -> None:
 
 def test_a_client_that_leaves_stops_the_model(runtime: Runtime) -> None:
     body = {"messages": [user("[[pace:40]] [[tokens:200]] long answer please")], "model": GEMMA}
-    with (
-        httpx.Client(base_url=runtime.url, timeout=30) as http,
-        http.stream("POST", "/api/v1/ui-chat", json=body) as r,
-    ):
-        assert r.status_code == 200
-        seen = 0
-        for chunk in r.iter_raw():
-            seen += chunk.count(b'"type":"text-delta"')
-            if seen >= 3:
-                break
-        left = time.time() * 1000
+    left = leave_mid_answer(runtime, "/api/v1/ui-chat", body, b'"type":"text-delta"')
     call = runtime.wait_for(
         lambda c: c["clientClosedAt"] is not None or c["finishedAt"] is not None
     )
