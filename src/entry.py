@@ -31,6 +31,7 @@ from shell.bindings import (
 
 # Durable Object classes are found in the main module.
 from shell.conversation_object import Conversation  # noqa: F401
+from shell.js_glue import js_headers
 from shell.jsbody import RequestBody
 from shell.jsstream import JsByteSource, RelayPipe
 from shell.owner_index_object import ConversationIndex  # noqa: F401
@@ -208,9 +209,7 @@ def _to_response(
     record: RequestLog | None = None,
     window: float = 0.0,
 ) -> Response:
-    headers = js.Headers.new()
-    for name, value in response.headers:
-        headers.append(name, value)
+    headers = js_headers(response.headers)
     body: Any
     if isinstance(response.body, bytes):
         body = response.body or None

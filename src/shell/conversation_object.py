@@ -29,7 +29,7 @@ from doors.conversations.conversation_store import Store, parse_event_id
 from doors.conversations.conversation_turn import Reply
 from doors.conversations.owners import same_owner
 from shell.bindings import ID_HEADER, OWNER_HEADER, WorkersAi
-from shell.js_glue import void_caller
+from shell.js_glue import DurableSql, js_headers, void_caller
 from shell.jsstream import JsByteSource, RelayPipe
 from streaming.relay import Relay, Source
 from surface import settings as config
@@ -39,26 +39,6 @@ from surface.web import JSON_HEADERS, SSE_HEADERS
 from workers_ai import service
 
 log = logging.getLogger("conversation")
-
-
-class _Sql:
-    """ctx.storage.sql as conversation_store's Sql: values in and rows out as Python."""
-
-    def __init__(self, storage: Any) -> None:
-        self._storage = storage
-        self._sql = storage.sql
-
-    def rows(self, query: str, *params: object) -> list[dict[str, Any]]:
-        cursor = self._sql.exec(query, *params)
-        rows = cursor.toArray().to_py()
-        return [dict(row) for row in rows]
-
-    def run(self, query: str, *params: object) -> None:
-        self._sql.exec(query, *params)
-
-    def atomic(self, work: Callable[[], None]) -> None:
-        # A callback that throws rolls the transaction back, and its error comes out here.
-        self._storage.transactionSync(work)
 
 
 class _Timer:
@@ -181,24 +161,17 @@ class _Wiring:
         )
 
 
-def _headers(pairs: tuple[tuple[str, str], ...]) -> Any:
-    headers = js.Headers.new()
-    for name, value in pairs:
-        headers.append(name, value)
-    return headers
-
-
 def _response(reply: Reply, signal: Any) -> Response:
     if reply.reader is not None:
         reader = reply.reader
         assert isinstance(reader, _Reader), reader
         if reply.detach is not None:
             reader.watch(signal, reply.detach)
-        return Response(reader.body, status=200, headers=_headers(SSE_HEADERS))
+        return Response(reader.body, status=200, headers=js_headers(SSE_HEADERS))
     if reply.sse is not None:
-        return Response(to_js(reply.sse), status=200, headers=_headers(SSE_HEADERS))
+        return Response(to_js(reply.sse), status=200, headers=js_headers(SSE_HEADERS))
     body = json.dumps(reply.json, ensure_ascii=False)
-    return Response(body, status=reply.status, headers=_headers(JSON_HEADERS))
+    return Response(body, status=reply.status, headers=js_headers(JSON_HEADERS))
 
 
 def _error(error: ApiError) -> Response:
@@ -211,7 +184,7 @@ class Conversation(DurableObject):  # type: ignore[misc]  # the SDK has no stubs
     def __init__(self, ctx: Any, env: Any) -> None:
         super().__init__(ctx, env)
         self._wiring = _Wiring(env)
-        self._room = Room(Store(_Sql(ctx.storage)), self._wiring)
+        self._room = Room(Store(DurableSql(ctx.storage)), self._wiring)
 
     def _lookup(self, key: str) -> str | None:
         value = getattr(self.env, key, None)

@@ -1,5 +1,5 @@
-"""The JS glue every shell module shares: plain JS objects from Python values, bound JS
-functions, and calls whose promises stay in JS. Built from built-ins only: workerd makes no
+"""The JS glue every shell module shares: plain JS objects and Headers from Python values, bound
+JS functions, calls whose promises stay in JS, and a Durable Object's SQLite as Python. Built from built-ins only: workerd makes no
 code from strings. Nothing here is kept in a module global but Python values (a deploy
 snapshots the module state, and a JS object there fails it).
 """
@@ -100,3 +100,32 @@ def then_caller(on_ok: Any, on_err: Any) -> Callable[[Any], None]:
         run(for_each, box, args)
 
     return start
+
+
+def js_headers(pairs: tuple[tuple[str, str], ...]) -> Any:
+    """A JS Headers object with these (name, value) pairs, repeated names kept."""
+    headers = js.Headers.new()
+    for name, value in pairs:
+        headers.append(name, value)
+    return headers
+
+
+class DurableSql:
+    """A Durable Object's ctx.storage.sql as the core's Sql (conversation_store, the owner index,
+    the stored response): values in and rows out as Python."""
+
+    def __init__(self, storage: Any) -> None:
+        self._storage = storage
+        self._sql = storage.sql
+
+    def rows(self, query: str, *params: object) -> list[dict[str, Any]]:
+        cursor = self._sql.exec(query, *params)
+        rows = cursor.toArray().to_py()
+        return [dict(row) for row in rows]
+
+    def run(self, query: str, *params: object) -> None:
+        self._sql.exec(query, *params)
+
+    def atomic(self, work: Callable[[], None]) -> None:
+        # A callback that throws rolls the transaction back, and its error comes out here.
+        self._storage.transactionSync(work)

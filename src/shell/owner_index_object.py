@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 from workers import DurableObject, Response
 
 from doors.conversations.owners import OwnerIndex
-from shell.conversation_object import _headers, _Sql
+from shell.js_glue import DurableSql, js_headers
 from surface.errors import ApiError
 from surface.request_log import redacted
 from surface.web import JSON_HEADERS
@@ -23,7 +23,7 @@ log = logging.getLogger("owner_index")
 class ConversationIndex(DurableObject):  # type: ignore[misc]  # the SDK has no stubs
     def __init__(self, ctx: Any, env: Any) -> None:
         super().__init__(ctx, env)
-        self._index = OwnerIndex(_Sql(ctx.storage))
+        self._index = OwnerIndex(DurableSql(ctx.storage))
 
     async def fetch(self, request: Any) -> Response:
         raw = request.js_object
@@ -40,5 +40,5 @@ class ConversationIndex(DurableObject):  # type: ignore[misc]  # the SDK has no 
         return Response(
             json.dumps(answer, ensure_ascii=False),
             status=status,
-            headers=_headers(JSON_HEADERS),
+            headers=js_headers(JSON_HEADERS),
         )

@@ -20,7 +20,7 @@ from workers import DurableObject, Response
 
 from doors.responses.response_record import ResponseRecord
 from shell.bindings import EXPIRES_HEADER, OWNER_HEADER
-from shell.conversation_object import _headers, _Sql
+from shell.js_glue import DurableSql, js_headers
 from surface.request_log import redacted
 from surface.web import JSON_HEADERS
 
@@ -30,7 +30,7 @@ log = logging.getLogger("stored_response")
 class StoredResponse(DurableObject):  # type: ignore[misc]  # the SDK has no stubs
     def __init__(self, ctx: Any, env: Any) -> None:
         super().__init__(ctx, env)
-        self._record = ResponseRecord(_Sql(ctx.storage))
+        self._record = ResponseRecord(DurableSql(ctx.storage))
 
     async def _forget(self) -> None:
         await self.ctx.storage.deleteAlarm()
@@ -54,7 +54,7 @@ class StoredResponse(DurableObject):  # type: ignore[misc]  # the SDK has no stu
                 text = self._record.load(owner=owner, now=now)
                 if text is None:
                     return Response(None, status=404)
-                return Response(text, status=200, headers=_headers(JSON_HEADERS))
+                return Response(text, status=200, headers=js_headers(JSON_HEADERS))
             if op == "delete":
                 if not self._record.owned(owner=owner, now=now):
                     return Response(None, status=404)
