@@ -65,12 +65,7 @@ def _target(ctx: Context) -> tuple[Conversations, str, str | None]:
     match = _PATH.fullmatch(ctx.request.path)
     if match is None:  # the route patterns only let well-formed ids through
         raise ApiError(404, "not_found", "No such conversation.")
-    return ctx.conversations, match.group(1), _owner(ctx)
-
-
-def _owner(ctx: Context) -> str | None:
-    key = ctx.env(owners.HASH_KEY_VAR) if ctx.env is not None else None
-    return owners.owner_of(ctx.request.headers, ctx.key_id, key)
+    return ctx.conversations, match.group(1), owners.request_owner(ctx)
 
 
 async def _index(ctx: Context, owner: str | None, op: str, payload: dict[str, Any]) -> None:
@@ -146,7 +141,7 @@ async def create(ctx: Context) -> WebResponse:
         request.body, request.headers.get("content-length"), ctx.settings.max_body_bytes
     )
     history = None
-    owner = _owner(ctx)
+    owner = owners.request_owner(ctx)
     if body:
         check_content_type(request.headers.get("content-type"))
         history = parse_history(parse_json(body), ctx)
@@ -163,7 +158,7 @@ async def listing(ctx: Context) -> WebResponse:
     if ctx.conversations is None or ctx.owner_indexes is None:
         raise ApiError(501, "conversations_unavailable", _NO_INDEX)
     query = owners.list_query(parse_qs(urlsplit(ctx.request.url).query))
-    owner = _owner(ctx)
+    owner = owners.request_owner(ctx)
     if owner is None:
         raise ApiError(
             401,

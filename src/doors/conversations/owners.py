@@ -1,4 +1,5 @@
-"""Who owns a durable conversation, and the owner's index of them (issue 34).
+"""Who owns a durable conversation or a stored response, and the owner's index of
+conversations (issue 34).
 
 An owner is the API key a keyed client presents (its id), or else the owner token a client
 without a key keeps and sends (`X-Owner-Token`: the page makes one of 128 random bits and keeps
@@ -23,6 +24,7 @@ from typing import Any
 
 from doors.conversations.conversation_store import Sql
 from surface.errors import ApiError
+from surface.routing import Context
 
 TOKEN_HEADER = "x-owner-token"
 # The secret var that keys the hash of an owner token. Unset, the key is this public constant:
@@ -56,6 +58,13 @@ def owner_of(headers: Mapping[str, str], key_id: str | None, hash_key: str | Non
         )
     secret = (hash_key or DEFAULT_HASH_KEY).encode()
     return "token:" + hmac.new(secret, token.encode(), hashlib.sha256).hexdigest()
+
+
+def request_owner(ctx: Context) -> str | None:
+    """The owner a request speaks for (owner_of), with the deployment's hash key: the one
+    derivation both the conversations and the stored Responses use."""
+    key = ctx.env(HASH_KEY_VAR) if ctx.env is not None else None
+    return owner_of(ctx.request.headers, ctx.key_id, key)
 
 
 def same_owner(stored: str | None, presented: str | None) -> bool:

@@ -6,12 +6,13 @@ the same statements run on the host's sqlite3 and in the object's SQLite.
 The record is one JSON text, kept as parts of PART_CHARS characters (a value holds at most
 2,200,000 bytes: bench/notes/2026-11-25-durable-state.md), written in one transaction.
 An expired record reads as none, as does one of another owner: the Worker answers 404 to both,
-so a key cannot learn that another key's response exists.
+so an owner cannot learn that another owner's response exists.
 """
 
 from __future__ import annotations
 
 from doors.conversations.conversation_store import PART_CHARS, Sql
+from doors.conversations.owners import same_owner
 
 SCHEMA = (
     "CREATE TABLE IF NOT EXISTS record (i INTEGER PRIMARY KEY, data TEXT NOT NULL)",
@@ -54,9 +55,13 @@ class ResponseRecord:
         return at is not None and float(at) <= now
 
     def owned(self, *, owner: str, now: float) -> bool:
-        """Stored, not expired, and `owner`'s."""
+        """Stored, not expired, and `owner`'s; one stored by no owner ("") is anyone's who has
+        its id, as a conversation made by no one is (owners.same_owner)."""
         meta = self._meta()
-        return meta.get("owner") == owner and float(meta.get("expires_at", "0")) > now
+        stored = meta.get("owner")
+        if stored is None or float(meta.get("expires_at", "0")) <= now:
+            return False
+        return same_owner(stored or None, owner or None)
 
     def load(self, *, owner: str, now: float) -> str | None:
         """The record's JSON text, or None: none stored, expired, or another owner's."""

@@ -3,10 +3,12 @@
 ends, and the routes that read it (GET, DELETE, input_items).
 
 Each stored response is its own Durable Object (shell/response_object.py), named by its id:
-``resp_`` and 128 random bits. It belongs to the API key that made it (its key id; without
-API_KEYS, to no one, and then the id is the capability, as a conversation's is). Another key
-reads a 404, the same as for an id never made. An item id names its response
-(``msg_<32 hex>_<n>``), so an item_reference finds the object that holds it.
+``resp_`` and 128 random bits. It belongs to whoever made it, as a durable conversation does
+(owners.request_owner: the API key's id, else the owner token's keyed hash; with neither, to
+no one, and then the id is the capability). Another owner reads a 404, the same as for an id
+never made, on GET, DELETE, input_items, previous_response_id and item_reference alike. An
+item id names its response (``msg_<32 hex>_<n>``), so an item_reference finds the object that
+holds it.
 
 What a stored response keeps: the Response object, its input items (ids given to those that
 had none, item references resolved) and ``context``, the items before them, so that a
@@ -24,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from doors.conversations.owners import request_owner
 from doors.responses.responses_input import STATELESS
 from surface.errors import ApiError, invalid
 from surface.routing import Context, StoredResponses
@@ -49,7 +52,8 @@ def new_id() -> str:
 
 
 def owner(ctx: Context) -> str:
-    return ctx.key_id or ""
+    """The request's owner as a stored response keeps it: "" for none."""
+    return request_owner(ctx) or ""
 
 
 def store_of(ctx: Context) -> StoredResponses | None:
@@ -86,7 +90,7 @@ def _not_found(param: str, what: str) -> ApiError:
     return ApiError(
         404,
         "not_found",
-        f"{param}: {what} not found (never stored, deleted, expired, or stored with another API key)",
+        f"{param}: {what} not found (never stored, deleted, expired, or stored by another API key or owner token)",
         param=param,
     )
 

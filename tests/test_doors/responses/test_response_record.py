@@ -20,6 +20,14 @@ def test_a_record_reads_back_exactly_for_its_owner_until_it_expires() -> None:
     assert record.load(owner="k1", now=100.5) is None and record.expired(100.5)
 
 
+def test_one_stored_by_no_owner_is_anyone_s_who_has_its_id() -> None:
+    record = ResponseRecord(Lite())
+    record.save("{}", owner="", expires_at=10)
+    assert record.load(owner="", now=0) == "{}"
+    assert record.load(owner="token:" + "ab" * 32, now=0) == "{}"  # as a conversation's id
+    assert record.owned(owner="key:k1", now=0) and not record.owned(owner="key:k1", now=10)
+
+
 def test_a_record_larger_than_a_part_is_kept_in_parts_and_replaced_whole() -> None:
     sql = Lite()
     record = ResponseRecord(sql)

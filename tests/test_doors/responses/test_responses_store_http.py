@@ -1,7 +1,7 @@
 """Stored Responses over HTTP on workerd, through its own Ai class and the RESPONSES Durable
 Object: openai-python's previous_response_id (the model sees turn one), GET, DELETE and
-input_items, store: false kept nowhere, another key's 404 (@ai-sdk/openai's two turns with
-item references: tests/js/runtime/ai-sdk-openai.test.mjs)."""
+input_items, store: false kept nowhere, another key's or owner token's 404 (@ai-sdk/openai's
+two turns with item references: tests/js/runtime/ai-sdk-openai.test.mjs)."""
 
 from __future__ import annotations
 
@@ -28,8 +28,28 @@ def keyed() -> Iterator[Runtime]:
     rt.stop()
 
 
-def client(rt: Runtime, key: str = "unused") -> openai.OpenAI:
-    return openai.OpenAI(base_url=rt.url + "/v1", api_key=key, max_retries=0, timeout=30)
+def client(rt: Runtime, key: str = "unused", token: str | None = None) -> openai.OpenAI:
+    headers = {"X-Owner-Token": token} if token is not None else None
+    return openai.OpenAI(
+        base_url=rt.url + "/v1", api_key=key, max_retries=0, timeout=30, default_headers=headers
+    )
+
+
+def refused(rt: Runtime, id: str, item: str, headers: dict[str, str]) -> list[tuple[int, Any]]:
+    """What GET, input_items, DELETE, previous_response_id and item_reference answer."""
+    turn = {"model": GEMMA, "input": "[[pace:0]] x", "store": False}
+    with httpx.Client(base_url=rt.url, headers=headers, timeout=30) as http:
+        answers = [
+            http.get(f"/v1/responses/{id}"),
+            http.get(f"/v1/responses/{id}/input_items"),
+            http.delete(f"/v1/responses/{id}"),
+            http.post("/v1/responses", json={**turn, "previous_response_id": id}),
+            http.post(
+                "/v1/responses",
+                json={**turn, "input": [{"type": "item_reference", "id": item}]},
+            ),
+        ]
+    return [(a.status_code, a.json()) for a in answers]
 
 
 def texts(items: list[Any]) -> list[dict[str, Any]]:
@@ -150,3 +170,63 @@ def test_the_response_id_is_never_in_a_log_line(keyed: Runtime) -> None:
     time.sleep(0.3)
     hexid = made.id.removeprefix("resp_")
     assert keyed.log and not [line for line in keyed.log if hexid in line]
+
+
+def test_another_owner_token_gets_what_a_random_id_gets(runtime: Runtime) -> None:
+    mine, theirs = secrets.token_hex(16), secrets.token_hex(16)
+    with client(runtime, token=mine) as c:
+        made = c.responses.create(model=GEMMA, input="[[pace:0]] mine alone")
+    item = made.output[0].id
+    never = "resp_" + secrets.token_hex(16)
+    never_item = f"msg_{never.removeprefix('resp_')}_0"
+    expected = refused(runtime, never, never_item, {"X-Owner-Token": theirs})
+    assert [status for status, _ in expected] == [404] * 5, expected
+    assert refused(runtime, made.id, item, {"X-Owner-Token": theirs}) == expected
+    assert refused(runtime, made.id, item, {}) == expected  # no token: no owner, not theirs
+    with client(runtime, token=mine.upper()) as c:  # the same token, as the page may send it
+        assert c.responses.retrieve(made.id).id == made.id
+        assert [i.id for i in c.responses.input_items.list(made.id).data]
+        second = c.responses.create(
+            model=GEMMA, input="[[pace:0]] again", previous_response_id=made.id
+        )
+        assert second.previous_response_id == made.id
+        referred = c.responses.create(
+            model=GEMMA,
+            input=[{"type": "item_reference", "id": item}, {"role": "user", "content": "y"}],  # type: ignore[list-item]
+        )
+        assert referred.status == "completed"
+        assert ("assistant", made.output_text) in user_texts(runtime)
+        c.responses.delete(made.id)
+    assert refused(runtime, made.id, item, {"X-Owner-Token": mine}) == expected
+
+
+def test_one_stored_by_no_owner_is_read_by_its_id(runtime: Runtime) -> None:
+    with client(runtime) as c:
+        made = c.responses.create(model=GEMMA, input="[[pace:0]] anyone's")
+    with client(runtime, token=secrets.token_hex(16)) as c:
+        assert c.responses.retrieve(made.id).id == made.id
+
+
+def test_a_malformed_owner_token_is_400_before_the_model(runtime: Runtime) -> None:
+    body = {"model": GEMMA, "input": "[[pace:0]] x"}
+    calls = len(runtime.calls())
+    answer = httpx.post(
+        f"{runtime.url}/v1/responses", json=body, headers={"X-Owner-Token": "abc"}, timeout=30
+    )
+    assert answer.status_code == 400, answer.text
+    assert answer.json()["error"]["code"] == "invalid_owner_token"
+    assert answer.json()["error"]["param"] == "X-Owner-Token"
+    assert len(runtime.calls()) == calls, "the model was called"
+
+
+def test_under_keys_the_key_rules_whatever_the_token(keyed: Runtime) -> None:
+    token = secrets.token_hex(16)
+    with client(keyed, KEYS[0], token) as mine:
+        made = mine.responses.create(model=GEMMA, input="[[pace:0]] the key's")
+    with client(keyed, KEYS[0], secrets.token_hex(16)) as same_key:
+        assert same_key.responses.retrieve(made.id).id == made.id
+    never = "resp_" + secrets.token_hex(16)
+    other = {"Authorization": f"Bearer {KEYS[1]}", "X-Owner-Token": token}
+    item = made.output[0].id
+    expected = refused(keyed, never, f"msg_{never.removeprefix('resp_')}_0", other)
+    assert refused(keyed, made.id, item, other) == expected

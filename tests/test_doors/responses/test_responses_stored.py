@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from fakes import completion_context
 
+from doors.conversations.owners import owner_of
 from doors.responses import responses_stored as stored
 from doors.responses.responses_api import parse_responses
 from surface.errors import ApiError
@@ -40,8 +41,12 @@ class FakeStore:
         self.saved.append((id, owner, record, expires_at))
 
 
-def context(store: FakeStore | None, key_id: str | None = None) -> Any:
-    return dataclasses.replace(completion_context(SETTINGS), responses=store, key_id=key_id)
+def context(store: FakeStore | None, key_id: str | None = None, token: str | None = None) -> Any:
+    ctx = dataclasses.replace(completion_context(SETTINGS), responses=store, key_id=key_id)
+    if token is not None:
+        request = dataclasses.replace(ctx.request, headers={"x-owner-token": token})
+        ctx = dataclasses.replace(ctx, request=request)
+    return ctx
 
 
 TURN_ONE: Any = {
@@ -77,7 +82,7 @@ def history(body: dict[str, Any], ctx: Any, store: bool = True) -> stored.Histor
 
 def test_previous_response_id_puts_its_items_before_the_input() -> None:
     fake = FakeStore()
-    fake.records[OLD] = ("k1", TURN_ONE)
+    fake.records[OLD] = ("key:k1", TURN_ONE)
     ctx = context(fake, "k1")
     body = {"input": "and then?", "previous_response_id": OLD}
     found = history(body, ctx)
@@ -102,7 +107,7 @@ def test_previous_response_id_puts_its_items_before_the_input() -> None:
 
 def test_another_keys_response_is_not_found() -> None:
     fake = FakeStore()
-    fake.records[OLD] = ("k1", TURN_ONE)
+    fake.records[OLD] = ("key:k1", TURN_ONE)
     with pytest.raises(ApiError) as info:
         history({"input": "x", "previous_response_id": OLD}, context(fake, "k2"))
     assert (info.value.status, info.value.code, info.value.param) == (
@@ -110,6 +115,31 @@ def test_another_keys_response_is_not_found() -> None:
         "not_found",
         "previous_response_id",
     )
+
+
+def test_the_owner_is_the_conversations_owner_key_then_token() -> None:
+    token = "0f" * 16
+    assert stored.owner(context(FakeStore())) == ""
+    assert stored.owner(context(FakeStore(), "k1", token)) == "key:k1"
+    assert stored.owner(context(FakeStore(), None, token)) == owner_of(
+        {"x-owner-token": token}, None, None
+    )
+    assert stored.owner(context(FakeStore(), None, token)).startswith("token:")
+    assert token not in stored.owner(context(FakeStore(), None, token))
+
+
+def test_another_tokens_response_is_not_found_and_a_bad_token_is_400() -> None:
+    fake = FakeStore()
+    mine, theirs = "0f" * 16, "f0" * 16
+    fake.records[OLD] = (stored.owner(context(fake, None, mine)), TURN_ONE)
+    body = {"input": "x", "previous_response_id": OLD}
+    assert history(body, context(fake, None, mine)) is not None
+    with pytest.raises(ApiError) as info:
+        history(body, context(fake, None, theirs))
+    assert (info.value.status, info.value.param) == (404, "previous_response_id")
+    with pytest.raises(ApiError) as info:
+        history(body, context(fake, None, "not hex"))
+    assert (info.value.status, info.value.code) == (400, "invalid_owner_token")
 
 
 def test_an_item_reference_is_the_stored_item() -> None:
@@ -198,7 +228,7 @@ def test_the_saver_writes_the_response_its_input_and_context_once_ended() -> Non
     assert fake.saved == [
         (
             NEW,
-            "k1",
+            "key:k1",
             {"response": {"id": NEW, "status": "incomplete"}, "input": found.input, "context": []},
             1000 + 30 * 86400,
         )
