@@ -1,18 +1,22 @@
 """Owned conversations on workerd (issue 34), through the real Durable Objects: each owner (two
 API keys, two owner tokens) lists its own, newest first and by pages, and gets 404 on every
 route of another's, as for an id that does not exist; a conversation made by nobody is listed
-nowhere; a delete unlists; no log line holds a token or a key."""
+nowhere; a delete unlists; no log line holds a token or a key. An index that fails (OWNERS bound
+to a class that answers none of its calls) loses no conversation and no turn, and the list says
+503."""
 
 from __future__ import annotations
 
 import secrets
+import shutil
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from conftest import Runtime, start_runtime
+from conftest import ROOT, Runtime, start_runtime
 
 pytestmark = pytest.mark.runtime
 
@@ -147,3 +151,52 @@ def test_no_log_line_holds_a_token_or_a_key(rt: Runtime) -> None:
     leaked = [line for line in lines for secret in (*KEYS, *TOKENS) if secret in line]
     assert leaked == [], leaked[:3]
     assert any('"route":"/api/v1/conversations"' in line for line in lines)
+
+
+def misbound_copy(tmp: Path) -> Path:
+    """The project with OWNERS bound to StoredResponse, a real class that answers every index
+    call 404: the Worker's own code meets a failing index, with no stub in it."""
+    for name in ("src", "local", "public"):
+        shutil.copytree(ROOT / name, tmp / name, ignore=shutil.ignore_patterns("__pycache__"))
+    (tmp / "node_modules").symlink_to(ROOT / "node_modules")
+    toml = (ROOT / "wrangler.toml").read_text()
+    anchor = 'name = "OWNERS"\nclass_name = "ConversationIndex"\n'
+    assert toml.count(anchor) >= 1, "wrangler.toml no longer binds OWNERS where this test expects"
+    (tmp / "wrangler.toml").write_text(
+        toml.replace(anchor, 'name = "OWNERS"\nclass_name = "StoredResponse"\n', 1)
+    )
+    return tmp
+
+
+def test_a_failing_index_loses_no_conversation_and_the_list_is_503(tmp_path: Path) -> None:
+    broken = start_runtime(root=misbound_copy(tmp_path), capture_stderr=True)
+    try:
+        who = {**PAGE, "x-owner-token": TOKENS[0]}
+        id = create(broken, who)
+        answer = turn(broken, who, id, "[[pace:0]] still here?")
+        assert answer.status_code == 200, answer.text
+        assert answer.text.endswith("event: done\ndata: {}\n\n"), answer.text[-300:]
+        got = httpx.get(f"{broken.url}{BASE}/{id}", headers=who, timeout=10)
+        assert got.status_code == 200, got.text
+        assert [m["role"] for m in got.json()["messages"]] == ["user", "assistant"]
+        theirs = {**PAGE, "x-owner-token": TOKENS[1]}
+        assert httpx.get(f"{broken.url}{BASE}/{id}", headers=theirs).status_code == 404
+        listed = httpx.get(broken.url + BASE, headers=who, timeout=10)
+        assert (listed.status_code, listed.json()) == (
+            503,
+            {
+                "error": "index_unavailable",
+                "message": "The list of conversations could not be read; try again.",
+            },
+        )
+        assert httpx.delete(f"{broken.url}{BASE}/{id}", headers=who).status_code == 204
+        time.sleep(0.5)
+        lines = list(broken.log)
+        for op in ("touch", "list", "remove"):
+            said = [
+                line for line in lines if f"conversation index: {op} failed: RuntimeError" in line
+            ]
+            assert said, f"no log line says the index's {op} failed; last lines: {lines[-10:]}"
+        assert not [line for line in lines if TOKENS[0] in line or id in line]
+    finally:
+        broken.stop()

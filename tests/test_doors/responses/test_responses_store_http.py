@@ -176,7 +176,7 @@ def test_another_owner_token_gets_what_a_random_id_gets(runtime: Runtime) -> Non
     mine, theirs = secrets.token_hex(16), secrets.token_hex(16)
     with client(runtime, token=mine) as c:
         made = c.responses.create(model=GEMMA, input="[[pace:0]] mine alone")
-    item = made.output[0].id
+    item = str(made.output[0].id)
     never = "resp_" + secrets.token_hex(16)
     never_item = f"msg_{never.removeprefix('resp_')}_0"
     expected = refused(runtime, never, never_item, {"X-Owner-Token": theirs})
@@ -190,10 +190,8 @@ def test_another_owner_token_gets_what_a_random_id_gets(runtime: Runtime) -> Non
             model=GEMMA, input="[[pace:0]] again", previous_response_id=made.id
         )
         assert second.previous_response_id == made.id
-        referred = c.responses.create(
-            model=GEMMA,
-            input=[{"type": "item_reference", "id": item}, {"role": "user", "content": "y"}],  # type: ignore[list-item]
-        )
+        turn: Any = [{"type": "item_reference", "id": item}, {"role": "user", "content": "y"}]
+        referred = c.responses.create(model=GEMMA, input=turn)
         assert referred.status == "completed"
         assert ("assistant", made.output_text) in user_texts(runtime)
         c.responses.delete(made.id)
@@ -227,6 +225,6 @@ def test_under_keys_the_key_rules_whatever_the_token(keyed: Runtime) -> None:
         assert same_key.responses.retrieve(made.id).id == made.id
     never = "resp_" + secrets.token_hex(16)
     other = {"Authorization": f"Bearer {KEYS[1]}", "X-Owner-Token": token}
-    item = made.output[0].id
+    item = str(made.output[0].id)
     expected = refused(keyed, never, f"msg_{never.removeprefix('resp_')}_0", other)
     assert refused(keyed, made.id, item, other) == expected
