@@ -1,5 +1,6 @@
 """The official openai Python SDK's Responses API against this Worker (POST /v1/responses):
-a streamed answer, printed as it arrives. Stateless: send the whole conversation as `input`.
+a streamed answer, printed as it arrives. The Worker stores it (`store` defaults to true): to
+continue from it, see examples/openai_stored_responses.py.
 
     AI_CHAT_URL=http://127.0.0.1:8787 python examples/openai_responses.py "Hello!"
 """

@@ -102,9 +102,30 @@ def test_the_embeddings_example_prints_the_similarity(runtime: Runtime) -> None:
     assert runtime.last_call()["inputs"] == {"text": texts}
 
 
+def test_the_stored_responses_example_continues_reads_lists_and_deletes(
+    runtime: Runtime,
+) -> None:
+    first, follow_up = "[[pace:0]] Capital of France?", "[[pace:0]] And of Spain?"
+    out = run(runtime, [sys.executable, "examples/openai_stored_responses.py", first, follow_up])
+    answer = "".join(expected_tokens([{"role": "user", "content": first}]))
+    turns = [
+        {"role": "user", "content": first},
+        {"role": "assistant", "content": answer},
+        {"role": "user", "content": follow_up},
+    ]
+    assert out == (
+        f"{answer}\n{''.join(expected_tokens(turns))}\n"
+        "stored: completed, continued from the first: True\n"
+        f"input item: message user: {follow_up}\n"
+        "deleted: reading it again is 404\n"
+    )
+    assert runtime.last_call()["inputs"]["messages"] == turns  # turn one, from storage
+
+
 OTHER_DOORS = {
     "openai_completions.py": [sys.executable],
     "langchain_embeddings.py": [sys.executable],
+    "openai_stored_responses.py": [sys.executable],
 }
 
 
