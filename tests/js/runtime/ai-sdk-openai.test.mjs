@@ -3,14 +3,15 @@
 // duplicate) and the usage details it reads, streamed and not. It reads only the reasoning
 // summary, so before the summary events its reasoning was empty. Two turns: the second refers
 // to the first's stored items by id (item_reference; store defaults to true), and the model
-// must see them (the built-in model's calls).
+// must see them (the built-in model's calls). A tool loop after reasoning, generated and
+// streamed: the follow-up step refers to the stored reasoning, and the model sees its call.
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { createInterface } from "node:readline";
 import { after, before, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { createOpenAI } from "@ai-sdk/openai";
-import { generateText, streamText } from "ai";
+import { generateText, jsonSchema, stepCountIs, streamText, tool } from "ai";
 
 const ROOT = fileURLToPath(new URL("../../..", import.meta.url));
 const MODEL = "@cf/openai/gpt-oss-20b";
@@ -76,3 +77,61 @@ test("a second turn refers to the first's stored items, and the model sees them"
   assert.deepEqual(seen, [["user", SAID], ["assistant", one.text], ["user", "[[pace:0]] and Spain?"]]);
 });
 
+
+// A reasoning model that calls a tool, then the follow-up step with the tool's result: the SDK
+// sends the first step's reasoning as an item_reference (store defaults to true), so the
+// Worker must find it in storage and hand the model its call and reasoning back.
+const WEATHER = "[[pace:0]] [[think:3]] [[tool:get_weather]] Paris";
+
+function weatherTool(ran) {
+  return tool({
+    description: "The weather in a city",
+    inputSchema: jsonSchema({ type: "object", properties: { city: { type: "string" } }, required: ["city"] }),
+    execute: async ({ city }) => { ran.push(city); return `sunny in ${city}`; },
+  });
+}
+
+async function assertTheModelSawTheStoredCall() {
+  const calls = await (await fetch(`${modelUrl}/__local/calls`)).json();
+  const [first, second] = calls.slice(-2).map((c) => c.inputs.messages);
+  assert.deepEqual(first, [{ role: "user", content: WEATHER }]);
+  assert.deepEqual(second, [
+    { role: "user", content: WEATHER },
+    { role: "assistant", content: "", reasoning: "Let me think",
+      tool_calls: [{ id: "call_local_0", type: "function", function: { name: "get_weather", arguments: '{"city":"Paris"}' } }] },
+    { role: "tool", content: "sunny in Paris", tool_call_id: "call_local_0" },
+  ]);
+}
+
+test("generateText: a tool loop after reasoning continues from the stored reasoning", async () => {
+  const ran = [];
+  const result = await generateText({
+    model: openai(MODEL), prompt: WEATHER, tools: { get_weather: weatherTool(ran) }, stopWhen: stepCountIs(3),
+  });
+  assert.deepEqual(ran, ["Paris"], "the tool ran once");
+  assert.equal(result.text, "The tool call_local_0 said: sunny in Paris.");
+  assert.deepEqual(result.steps.map((s) => s.finishReason), ["tool-calls", "stop"]);
+  for (const step of result.steps) {
+    assert.deepEqual(step.reasoning.map((r) => [r.type, r.text]), [["reasoning", "Let me think"]]);
+  }
+  const reasoningId = result.steps[0].reasoning[0].providerMetadata.openai.itemId;
+  assert.match(reasoningId, /^rs_[0-9a-f]{32}_0$/);
+  const referred = result.steps[1].request.body.input.filter((i) => i.type === "item_reference");
+  assert.deepEqual(referred, [{ type: "item_reference", id: reasoningId }]);
+  await assertTheModelSawTheStoredCall();
+});
+
+test("streamText: the same tool loop, each step's reasoning streamed once", async () => {
+  const ran = [];
+  const result = streamText({
+    model: openai(MODEL), prompt: WEATHER, tools: { get_weather: weatherTool(ran) }, stopWhen: stepCountIs(3),
+  });
+  const parts = [];
+  for await (const part of result.fullStream) parts.push(part);
+  const kinds = parts.map((p) => p.type).filter((t) => ["reasoning-start", "tool-call", "tool-result", "text-start", "finish-step", "error"].includes(t));
+  assert.deepEqual(kinds, ["reasoning-start", "tool-call", "tool-result", "finish-step", "reasoning-start", "text-start", "finish-step"]);
+  assert.deepEqual(ran, ["Paris"], "the tool ran once");
+  assert.equal(await result.text, "The tool call_local_0 said: sunny in Paris.");
+  assert.equal(await result.reasoningText, "Let me think");
+  await assertTheModelSawTheStoredCall();
+});
