@@ -27,7 +27,9 @@ export WORKERD_PYODIDE_DIR
 
 .PHONY: setup lint format dev test test-fast test-python test-js bench bench-check soak deploy deploy-check wrangler-dev pywrangler-dev clean
 
-setup: $(NODE) .venv/.synced node_modules/.installed public/vendor/VERSIONS.json
+TOKEN_TABLE := src/doors/embeddings/cl100k_base.bin
+
+setup: $(NODE) .venv/.synced node_modules/.installed public/vendor/VERSIONS.json $(TOKEN_TABLE)
 
 $(abspath $(BOOT))/node/node_modules/node-%/bin/node:
 	npm install --prefix $(BOOT)/node --no-save --no-package-lock --no-audit --no-fund --loglevel=error node-$*@$(NODE_VERSION)
@@ -48,6 +50,11 @@ node_modules/.installed: package.json package-lock.json $(NODE)
 # The page's libraries, copied from the pinned node_modules: served as assets, no CDN.
 public/vendor/VERSIONS.json: node_modules/.installed scripts/vendor-assets.mjs
 	node scripts/vendor-assets.mjs
+
+# The cl100k_base token table /v1/embeddings decodes token ids with (LangChain's default sends
+# them), from the pinned js-tiktoken; wrangler's default **/*.bin rule uploads it as Data.
+$(TOKEN_TABLE): node_modules/.installed scripts/token-table.mjs
+	node scripts/token-table.mjs
 
 dev: setup
 	PORT=$(PORT) node local/launch.mjs --snapshot auto --persist .cache/durable-objects $(if $(ENV),--env $(ENV))

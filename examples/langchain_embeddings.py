@@ -16,19 +16,27 @@ base = os.environ.get("AI_CHAT_URL", "http://127.0.0.1:8787").rstrip("/")
 model = os.environ.get("AI_EMBEDDING_MODEL", "@cf/baai/bge-m3")
 texts = sys.argv[1:3] if len(sys.argv) > 2 else ["a cat", "a kitten"]
 
-# The Worker takes no key; the client insists on one, so any string will do. LangChain sends
-# OpenAI's own token ids unless check_embedding_ctx_length is off: Workers AI models read text.
+# The Worker takes no key; the client insists on one, so any string will do. By default
+# LangChain sends OpenAI's cl100k_base token ids (tiktoken downloads its table once), cutting a
+# text longer than 8,191 tokens into pieces whose vectors it averages; the Worker turns the ids
+# back into text for the Workers AI model. check_embedding_ctx_length=False sends the texts
+# themselves: no tiktoken, and a text longer than the model's window is an error instead.
 embeddings = OpenAIEmbeddings(
     base_url=f"{base}/v1",
     api_key=SecretStr("unused"),
     model=model,
-    check_embedding_ctx_length=False,
+    # check_embedding_ctx_length=False,
 )
 try:
     first, second = embeddings.embed_documents(texts)
 except APIConnectionError:
     sys.exit(
         f"Cannot reach {base}: is `make dev` running? Set AI_CHAT_URL to the Worker's address."
+    )
+except OSError as error:  # tiktoken's first download of its table (requests' errors are OSErrors)
+    sys.exit(
+        f"tiktoken could not download cl100k_base ({type(error).__name__}): without internet"
+        " access, uncomment check_embedding_ctx_length=False above."
     )
 cosine = sum(a * b for a, b in zip(first, second, strict=True)) / (
     math.sqrt(sum(a * a for a in first)) * math.sqrt(sum(b * b for b in second))

@@ -102,14 +102,17 @@ export function runtimeLogs(onFatal) {
 
 // Every .py under the main module's folder, packages included (names like "workers_ai/frames.py",
 // as wrangler's **/*.py rule uploads them), the main module first: workerd runs the first module.
+// Every .bin is a Data module, as wrangler's default **/*.bin rule uploads it: a Python Worker
+// reads it as a file beside its modules (the token table of /v1/embeddings).
 export function pythonModules(mainFile) {
   const dir = path.dirname(mainFile);
   const main = path.basename(mainFile);
   const names = fs.readdirSync(dir, { recursive: true })
     .map((name) => String(name).split(path.sep).join("/"))
-    .filter((name) => name.endsWith(".py") && !name.split("/").includes("__pycache__"))
+    .filter((name) => (name.endsWith(".py") || name.endsWith(".bin")) && !name.split("/").includes("__pycache__"))
     .sort((a, b) => (a === main ? -1 : b === main ? 1 : a < b ? -1 : a > b ? 1 : 0));
-  return { modulesRoot: dir, modules: names.map((name) => ({ type: "PythonModule", path: path.join(dir, name) })) };
+  const type = (name) => (name.endsWith(".bin") ? "Data" : "PythonModule");
+  return { modulesRoot: dir, modules: names.map((name) => ({ type: type(name), path: path.join(dir, name) })) };
 }
 
 export async function workerOptions({ envName, vars, modelUrl, ratelimit, conversations = true }) {

@@ -17,6 +17,7 @@ import pytest
 
 if TYPE_CHECKING:
     import openai
+    import tiktoken
 
 ROOT = Path(__file__).resolve().parent.parent
 # The offline Pyodide bundle beside the checkout, as the Makefile and the launcher find it, for
@@ -301,3 +302,47 @@ def builtin_vectors(texts: list[str], width: int) -> list[list[float]]:
     )
     vectors: list[list[float]] = json.loads(out.stdout)
     return vectors
+
+
+# tiktoken's cl100k_base offline: tiktoken reads TIKTOKEN_CACHE_DIR/<sha1 of the blob's URL>
+# (base64 token, a space, its rank, a line each) and checks its sha256, so the file is rebuilt
+# here from the pinned js-tiktoken, the same source as the Worker's table (scripts/token-table.mjs)
+# but read by other code, and must come out byte for byte as OpenAI's.
+CL100K_URL = "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken"
+CL100K_SHA256 = "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7"
+JS_TIKTOKEN_CL100K = ROOT / "node_modules" / "js-tiktoken" / "dist" / "ranks" / "cl100k_base.js"
+
+
+def tiktoken_file() -> bytes:
+    """OpenAI's cl100k_base.tiktoken, from js-tiktoken's `export default {...json...};`."""
+    source = JS_TIKTOKEN_CL100K.read_text(encoding="utf-8").strip()
+    prefix = "export default "
+    assert source.startswith(prefix) and source.endswith(";"), "js-tiktoken changed its format"
+    ranks: dict[int, str] = {}
+    for line in json.loads(source[len(prefix) : -1])["bpe_ranks"].split("\n"):
+        if line:
+            _, first, *tokens = line.split(" ")
+            ranks.update((int(first) + i, token) for i, token in enumerate(tokens))
+    return "".join(f"{ranks[rank]} {rank}\n" for rank in sorted(ranks)).encode("ascii")
+
+
+@pytest.fixture(scope="session")
+def cl100k(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tiktoken.Encoding]:
+    """tiktoken's own cl100k_base Encoding, loaded offline (and so LangChain's default path)."""
+    import hashlib
+
+    import tiktoken
+
+    data = tiktoken_file()
+    assert hashlib.sha256(data).hexdigest() == CL100K_SHA256, "not OpenAI's cl100k_base file"
+    cache = tmp_path_factory.mktemp("tiktoken")
+    (cache / hashlib.sha1(CL100K_URL.encode()).hexdigest()).write_bytes(data)
+    before = os.environ.get("TIKTOKEN_CACHE_DIR")
+    os.environ["TIKTOKEN_CACHE_DIR"] = str(cache)
+    try:
+        yield tiktoken.get_encoding("cl100k_base")
+    finally:
+        if before is None:
+            del os.environ["TIKTOKEN_CACHE_DIR"]
+        else:
+            os.environ["TIKTOKEN_CACHE_DIR"] = before

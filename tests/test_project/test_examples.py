@@ -8,8 +8,10 @@ import shutil
 import socket
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
+import tiktoken
 from conftest import ROOT, Runtime, expected_tokens, expected_wire
 from conftest import builtin_vectors as expected
 
@@ -91,7 +93,11 @@ def test_the_completions_example_prints_the_answer(runtime: Runtime) -> None:
     assert call["inputs"] == {"prompt": PROMPT, "stream": True, "max_tokens": 256}
 
 
-def test_the_embeddings_example_prints_the_similarity(runtime: Runtime) -> None:
+def test_the_embeddings_example_prints_the_similarity(
+    runtime: Runtime, cl100k: tiktoken.Encoding
+) -> None:
+    """LangChain's default path: tiktoken's ids (its table from the fixture's offline cache,
+    through TIKTOKEN_CACHE_DIR), decoded by the Worker back to the very texts."""
     texts = ["a cat", PROMPT]
     out = run(runtime, [sys.executable, "examples/langchain_embeddings.py", *texts])
     first, second = expected(texts, 1024)
@@ -168,7 +174,9 @@ def closed_port() -> int:
 
 
 @pytest.mark.parametrize("name", [*EXAMPLES, *SECOND_TURN, *OTHER_DOORS])
-def test_without_a_server_an_example_says_what_to_do_in_one_line(name: str) -> None:
+def test_without_a_server_an_example_says_what_to_do_in_one_line(
+    name: str, cl100k: tiktoken.Encoding
+) -> None:
     url = f"http://127.0.0.1:{closed_port()}"
     command = [*{**EXAMPLES, **SECOND_TURN, **OTHER_DOORS}[name], f"examples/{name}", "Hello!"]
     env = {**os.environ, "AI_CHAT_URL": url, "PYTHONIOENCODING": "utf-8"}
@@ -178,4 +186,32 @@ def test_without_a_server_an_example_says_what_to_do_in_one_line(name: str) -> N
     assert (result.returncode, result.stdout) == (1, ""), result
     assert result.stderr == (
         f"Cannot reach {url}: is `make dev` running? Set AI_CHAT_URL to the Worker's address.\n"
+    ), result.stderr
+
+
+def test_without_tiktokens_table_the_embeddings_example_says_what_to_do(tmp_path: Path) -> None:
+    """LangChain's default path downloads tiktoken's table once; where it cannot (here: an
+    empty cache and a proxy that refuses), the example says how to do without, in one line."""
+    env = {
+        **os.environ,
+        "AI_CHAT_URL": f"http://127.0.0.1:{closed_port()}",
+        "TIKTOKEN_CACHE_DIR": str(tmp_path),
+        "HTTPS_PROXY": f"http://127.0.0.1:{closed_port()}",
+        "https_proxy": f"http://127.0.0.1:{closed_port()}",
+        "NO_PROXY": "",
+        "no_proxy": "",
+    }
+    result = subprocess.run(
+        [sys.executable, "examples/langchain_embeddings.py"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        timeout=60,
+    )
+    assert (result.returncode, result.stdout) == (1, ""), result
+    assert result.stderr == (
+        "tiktoken could not download cl100k_base (ProxyError): without internet access,"
+        " uncomment check_embedding_ctx_length=False above.\n"
     ), result.stderr

@@ -12,7 +12,16 @@ SRC = Path(__file__).resolve().parents[2] / "src"
 DESIGN = SRC.parent / "docs" / "DESIGN.md"
 JS_MODULES = {"js", "pyodide", "pyodide_js", "workers"}
 # What the tests and tools import besides the standard library: src/ is first on sys.path.
-DEPENDENCIES = {"httpx", "openai", "playwright", "pytest", "langchain_openai", "agents", "mypy"}
+DEPENDENCIES = {
+    "httpx",
+    "openai",
+    "playwright",
+    "pytest",
+    "langchain_openai",
+    "agents",
+    "mypy",
+    "tiktoken",
+}
 
 
 def modules() -> list[Path]:

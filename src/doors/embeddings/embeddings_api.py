@@ -3,13 +3,18 @@
 The model is one of EMBEDDING_MODELS; it is opened as every door opens a model
 (service.open_answer: keys, rate limits, the kill switch and fallbacks to other embedding
 models apply the same way) with Workers AI's input, {"text": [...]}, and answers whole.
+An input of token ids (one list of ints, or a list of them: what LangChain's OpenAIEmbeddings
+sends by default) is OpenAI's cl100k_base tokens, decoded back to text (token_ids.py) and then
+embedded exactly as that text.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from doors.embeddings import token_ids
 from doors.embeddings.embedding_vectors import ENCODINGS, FLOAT, embedding_list
 from doors.openai_chat.openai_compat import openai_error
 from doors.openai_chat.openai_params import unsupported
@@ -26,12 +31,9 @@ from workers_ai.service import open_answer
 MAX_INPUTS = 100
 MAX_INPUT_CHARS = 65_536  # characters in one text (8,192 tokens, bge-m3's longest, at 8 a token)
 FIELDS = ("model", "input", "encoding_format", "dimensions", "user")
-# LangChain's OpenAIEmbeddings sends tiktoken ids unless told otherwise; they are OpenAI's
-# tokens, which no Workers AI model reads.
-TOKEN_ARRAYS = (
-    "token arrays are not supported: send text (LangChain: "
-    "OpenAIEmbeddings(check_embedding_ctx_length=False))"
-)
+# Ids in one token array: OpenAI's limit for one input (LangChain cuts at 8,191).
+MAX_INPUT_TOKENS = 8192
+TableLoader = Callable[[], token_ids.TokenTable]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -67,10 +69,8 @@ def parse_model(value: object, settings: Settings) -> str:
 
 
 def _text(field: str, value: object) -> str:
-    if isinstance(value, list) and all(isinstance(v, int) for v in value):
-        raise invalid(field, TOKEN_ARRAYS)
     if not isinstance(value, str):
-        raise invalid(field, f"must be a string, got {shown(value)}")
+        raise invalid(field, f"must be a string or a list of token ids, got {shown(value)}")
     if not value:
         raise invalid(field, "must not be empty")
     if len(value) > MAX_INPUT_CHARS:
@@ -83,15 +83,51 @@ def _text(field: str, value: object) -> str:
     return value
 
 
-def parse_input(value: object) -> tuple[str, ...]:
+def _decoded(field: str, ids: list[object], table: TableLoader) -> str:
+    """The text of one array of cl100k_base ids, checked as a text is."""
+    if not ids:
+        raise invalid(field, "must not be empty")
+    if len(ids) > MAX_INPUT_TOKENS:
+        raise ApiError(
+            400,
+            "input_too_long",
+            f"{field}: {len(ids)} token ids, more than {MAX_INPUT_TOKENS}; split the text",
+            param=field,
+        )
+    try:
+        loaded = table()
+    except token_ids.TableError:
+        raise ApiError(
+            500, "server_misconfigured", "The token table is not deployed; send text."
+        ) from None
+    try:
+        text = loaded.decode(ids)
+    except token_ids.UnknownToken as bad:
+        where = f"{field}[{bad.position}]"
+        raise invalid(
+            where,
+            f"{json_shown(bad.value)} is not a cl100k_base token id (0-{loaded.count - 1})",
+        ) from None
+    return _text(field, text)
+
+
+def _one(field: str, value: object, table: TableLoader) -> str:
+    if isinstance(value, list):
+        return _decoded(field, value, table)
+    return _text(field, value)
+
+
+def parse_input(value: object, table: TableLoader = token_ids.table) -> tuple[str, ...]:
+    """The texts: `input` as a string, a list of strings, a list of token ids (one text) or a
+    list of lists of token ids, each list decoded with `table`."""
     if value is None:
-        raise invalid("input", "is required: a string or a list of strings")
+        raise invalid("input", "is required: a string, a list of strings or of token ids")
     if not isinstance(value, list):
         return (_text("input", value),)
     if not value:
-        raise invalid("input", "must hold at least one string")
-    if all(isinstance(v, int) and not isinstance(v, bool) for v in value):
-        raise invalid("input", TOKEN_ARRAYS)
+        raise invalid("input", "must hold at least one string or token id")
+    if not isinstance(value[0], str | list):  # one text as token ids: [9906, 11, 1917, 0]
+        return (_decoded("input", value, table),)
     if len(value) > MAX_INPUTS:
         raise ApiError(
             400,
@@ -99,7 +135,7 @@ def parse_input(value: object) -> tuple[str, ...]:
             f"input: {len(value)} texts, more than {MAX_INPUTS}; send them in several requests",
             param="input",
         )
-    return tuple(_text(f"input[{i}]", v) for i, v in enumerate(value))
+    return tuple(_one(f"input[{i}]", v, table) for i, v in enumerate(value))
 
 
 def parse_dimensions(value: object, model: str) -> int | None:

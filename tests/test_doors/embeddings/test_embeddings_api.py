@@ -15,7 +15,14 @@ from fakes import FakeLimiter
 from host_app import call, request
 
 from doors.embeddings.embedding_vectors import embedding_list, narrowed, vectors
-from doors.embeddings.embeddings_api import MAX_INPUT_CHARS, MAX_INPUTS, parse_embeddings
+from doors.embeddings.embeddings_api import (
+    MAX_INPUT_CHARS,
+    MAX_INPUT_TOKENS,
+    MAX_INPUTS,
+    parse_embeddings,
+    parse_input,
+)
+from doors.embeddings.token_ids import TableError, TokenTable, table
 from streaming.relay import OneShot
 from surface.errors import ApiError
 from surface.settings import SettingsError, load
@@ -56,8 +63,20 @@ def test_defaults_and_the_allow_list() -> None:
         ({"input": []}, 400, "invalid_field", "input", "at least one"),
         ({"input": ""}, 400, "invalid_field", "input", "must not be empty"),
         ({"input": ["a", 3]}, 400, "invalid_field", "input[1]", "must be a string"),
-        ({"input": [1, 2]}, 400, "invalid_field", "input", "token arrays"),
-        ({"input": [[1, 2]]}, 400, "invalid_field", "input[0]", "check_embedding_ctx_length"),
+        ({"input": [9906, 100256]}, 400, "invalid_field", "input[1]", "100256 is not a cl100k"),
+        ({"input": [[1, 2], [3, -1]]}, 400, "invalid_field", "input[1][1]", "-1 is not a"),
+        ({"input": [[1, 100277]]}, 400, "invalid_field", "input[0][1]", "(0-100276)"),
+        ({"input": [[1, True]]}, 400, "invalid_field", "input[0][1]", "true is not a"),
+        ({"input": [1, 2.5]}, 400, "invalid_field", "input[1]", "2.5 is not a"),
+        ({"input": [1, "a"]}, 400, "invalid_field", "input[1]", '"a" is not a'),
+        ({"input": ["a", [1, "2"]]}, 400, "invalid_field", "input[1][1]", '"2" is not a'),
+        ({"input": [[[1]]]}, 400, "invalid_field", "input[0][0]", "[1] is not a"),
+        ({"input": [[]]}, 400, "invalid_field", "input[0]", "must not be empty"),
+        ({"input": [True]}, 400, "invalid_field", "input[0]", "true is not a"),
+        ({"input": ["a", 3]}, 400, "invalid_field", "input[1]", "a list of token ids, got"),
+        ({"input": [1] * 8193}, 400, "input_too_long", "input", "8193 token ids"),
+        ({"input": [[1], [1] * 8193]}, 400, "input_too_long", "input[1]", "more than 8192"),
+        ({"input": [[1]] * (MAX_INPUTS + 1)}, 400, "too_many_inputs", "input", "101 texts"),
         ({"input": ["a"] * (MAX_INPUTS + 1)}, 400, "too_many_inputs", "input", "101 texts"),
         ({"input": "x" * (MAX_INPUT_CHARS + 1)}, 400, "input_too_long", "input", "split"),
         ({"input": "a", "model": "m1"}, 400, "wrong_model_type", "model", "is a chat model"),
@@ -87,6 +106,45 @@ def test_every_refusal_names_its_field(
     error = refused(body)
     assert (error.status, error.code, error.param) == (status, code, param)
     assert says in error.message, error.message
+
+
+def test_token_ids_are_the_texts_they_encode() -> None:
+    """OpenAI's two shapes of token input: one list of ids (one text), a list of lists (one
+    text each), and strings beside them; the ids are cl100k_base's ("Hello, world!" is
+    9906, 11, 1917, 0: test_token_ids.py checks the table against tiktoken)."""
+    hello = [9906, 11, 1917, 0]
+    assert parse_embeddings({"input": hello}, SETTINGS).texts == ("Hello, world!",)
+    assert parse_input([hello, [9906], "as text"]) == ("Hello, world!", "Hello", "as text")
+    assert parse_input([[100257]]) == ("<|endoftext|>",)
+    assert parse_input([hello] * MAX_INPUTS) == ("Hello, world!",) * MAX_INPUTS
+    assert parse_input([0] * MAX_INPUT_TOKENS) == ("!" * MAX_INPUT_TOKENS,)
+
+
+def test_a_decoded_text_is_checked_as_a_text_is() -> None:
+    """8,192 ids of a long token make more characters than one text may hold."""
+    loaded = table()
+    long = next(t for t in range(loaded.count) if len(loaded.token(t)) > 8)
+    assert len(parse_input([[long] * (MAX_INPUT_CHARS // len(loaded.token(long)))])[0]) > 0
+    with pytest.raises(ApiError) as caught:
+        parse_input([[1], [long] * MAX_INPUT_TOKENS])
+    error = caught.value
+    assert (error.status, error.code, error.param) == (400, "input_too_long", "input[1]")
+    assert "characters, more than 65536" in error.message, error.message
+
+
+def test_a_split_character_becomes_the_replacement_character() -> None:
+    # "🌍" is the tokens 9468, 234, 235 in cl100k_base: its bytes cut after the first token.
+    assert parse_input([[9468, 234, 235], [9468], [234, 235]]) == ("🌍", "\ufffd", "\ufffd\ufffd")
+
+
+def test_no_table_is_a_500_and_text_needs_none() -> None:
+    def missing() -> TokenTable:
+        raise TableError("cl100k_base.bin is missing")
+
+    assert parse_input(["text"], missing) == ("text",)
+    with pytest.raises(ApiError) as caught:
+        parse_input([[1]], missing)
+    assert (caught.value.status, caught.value.code) == (500, "server_misconfigured")
 
 
 def test_dimensions_the_model_has() -> None:

@@ -1,6 +1,7 @@
 """/v1/embeddings over HTTP on workerd, through its own Ai class and the built-in model: the
-openai SDK (its default base64, and floats), LangChain's OpenAIEmbeddings, narrower widths,
-/v1/models, and the 400s between chat and embedding models (issue 34)."""
+openai SDK (its default base64, and floats), LangChain's OpenAIEmbeddings (by default, token ids),
+token ids from the openai SDK, narrower widths, /v1/models, and the 400s between chat and
+embedding models (issue 34)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import struct
 import httpx
 import openai
 import pytest
+import tiktoken
 from conftest import Runtime
 from conftest import builtin_vectors as expected
 from langchain_openai import OpenAIEmbeddings
@@ -60,17 +62,66 @@ def test_a_narrower_width_of_a_matryoshka_model(client: openai.OpenAI) -> None:
     assert caught.value.code == "unsupported_parameter" and caught.value.param == "dimensions"
 
 
-def test_langchain_openai_embeddings(runtime: Runtime) -> None:
-    # check_embedding_ctx_length=False: its default sends OpenAI's tiktoken ids (a 400 here).
+def test_langchain_openai_embeddings_by_default_sends_token_ids(
+    runtime: Runtime, cl100k: tiktoken.Encoding
+) -> None:
+    """LangChain's default (check_embedding_ctx_length=True): tiktoken's cl100k_base ids, which
+    the Worker decodes back to the very texts, so the vectors are the texts' own."""
     embeddings = OpenAIEmbeddings(
+        base_url=runtime.url + "/v1", api_key=SecretStr("unused"), model=BGE, max_retries=0
+    )
+    assert embeddings.embed_documents(TEXTS) == expected(TEXTS, 1024)
+    assert runtime.last_call()["inputs"] == {"text": TEXTS}
+    assert embeddings.embed_query(TEXTS[1]) == expected(TEXTS[1:], 1024)[0]
+    assert runtime.last_call()["inputs"] == {"text": TEXTS[1:]}
+    as_text = OpenAIEmbeddings(
         base_url=runtime.url + "/v1",
         api_key=SecretStr("unused"),
         model=BGE,
-        check_embedding_ctx_length=False,
+        check_embedding_ctx_length=False,  # the other way: texts, no tiktoken
         max_retries=0,
     )
-    assert embeddings.embed_documents(TEXTS) == expected(TEXTS, 1024)
-    assert embeddings.embed_query(TEXTS[1]) == expected(TEXTS[1:], 1024)[0]
+    assert as_text.embed_documents(TEXTS) == expected(TEXTS, 1024)
+
+
+def test_langchain_averages_the_chunks_of_a_text_longer_than_8191_tokens(
+    runtime: Runtime, cl100k: tiktoken.Encoding
+) -> None:
+    long = "The quick brown fox jumps over the lazy dog. " * 1000  # 10,001 tokens
+    ids = cl100k.encode_ordinary(long)
+    chunks = [cl100k.decode(ids[j : j + 8191]) for j in range(0, len(ids), 8191)]
+    assert len(chunks) == 2 and "".join(chunks) == long
+    embeddings = OpenAIEmbeddings(
+        base_url=runtime.url + "/v1", api_key=SecretStr("unused"), model=BGE, max_retries=0
+    )
+    [vector] = embeddings.embed_documents([long])
+    assert runtime.last_call()["inputs"] == {"text": chunks}
+    # LangChain's own mean, weighted by each chunk's tokens, then scaled to length 1
+    weights = [len(ids[j : j + 8191]) for j in range(0, len(ids), 8191)]
+    parts = expected(chunks, 1024)
+    mean = [
+        sum(x * w for x, w in zip(xs, weights, strict=True)) / sum(weights)
+        for xs in zip(*parts, strict=True)
+    ]
+    norm = math.sqrt(sum(x * x for x in mean))
+    assert vector == pytest.approx([x / norm for x in mean], rel=1e-12)
+
+
+def test_the_openai_sdk_with_token_ids(
+    client: openai.OpenAI, runtime: Runtime, cl100k: tiktoken.Encoding
+) -> None:
+    ids = [cl100k.encode_ordinary(t) for t in TEXTS]
+    many = client.embeddings.create(model=BGE, input=ids, encoding_format="float")
+    assert runtime.last_call()["inputs"] == {"text": TEXTS}
+    assert [d.embedding for d in many.data] == expected(TEXTS, 1024)
+    one = client.embeddings.create(model=BGE, input=ids[1])  # one text: a flat list, base64
+    assert runtime.last_call()["inputs"] == {"text": TEXTS[1:]}
+    assert [d.embedding for d in one.data] == expected(TEXTS[1:], 1024)
+    with pytest.raises(openai.BadRequestError) as caught:
+        client.embeddings.create(model=BGE, input=[ids[0], [*ids[1][:2], 100256]])
+    error = caught.value
+    assert (error.code, error.param) == ("invalid_field", "input[1][2]"), error.body
+    assert "100256 is not a cl100k_base token id (0-100276)" in str(error.body), error.body
 
 
 def test_models_lists_embedding_models_and_each_door_refuses_the_other_kind(
@@ -94,8 +145,8 @@ def test_models_lists_embedding_models_and_each_door_refuses_the_other_kind(
             "/v1/chat/completions",
             json={"model": BGE, "messages": [{"role": "user", "content": "a"}]},
         )
-        tokens = http.post("/v1/embeddings", json={"model": BGE, "input": [[1, 2]]})
-    for response, param in ((chat_here, "model"), (here_on_chat, "model"), (tokens, "input[0]")):
+        tokens = http.post("/v1/embeddings", json={"model": BGE, "input": [[1, -2]]})
+    for response, param in ((chat_here, "model"), (here_on_chat, "model"), (tokens, "input[0][1]")):
         error = response.json()["error"]
         assert response.status_code == 400 and error["param"] == param, error
     assert chat_here.json()["error"]["code"] == here_on_chat.json()["error"]["code"]
