@@ -2,9 +2,9 @@
 response's id: the JS wiring of response_record.py (its SQLite storage, its alarm).
 
 The Worker writes the record once, when the answer has ended (bindings.DurableResponses.save),
-and reads it for GET, input_items, previous_response_id and item_reference. The owner (the
-API key's id, or "" without API_KEYS) comes in a header and is checked here: another owner
-reads a 404, as for an id never stored. Expiry: an alarm at the expiry time deletes
+and reads it for GET, input_items, previous_response_id and item_reference. The owner
+(owners.request_owner: the API key's id, else the X-Owner-Token's HMAC, else "") comes in a
+header and is checked here: another owner reads a 404, as for an id never stored. Expiry: an alarm at the expiry time deletes
 everything, and a read after the expiry time finds nothing even before the alarm has run.
 """
 
