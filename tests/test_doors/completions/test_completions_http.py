@@ -112,6 +112,7 @@ def test_one_failed_prompt_fails_the_request_and_stops_the_others(
     client: openai.OpenAI, runtime: Runtime, failing: str, status: int, code: str
 ) -> None:
     long = f"[[pace:200]] long, beside a {status}"
+    before = runtime.stats()
     with pytest.raises(openai.APIStatusError) as caught:
         client.completions.create(model=GEMMA, prompt=[long, failing])
     assert (caught.value.status_code, caught.value.code) == (status, code)
@@ -122,6 +123,10 @@ def test_one_failed_prompt_fails_the_request_and_stops_the_others(
             break
         time.sleep(0.02)
     assert_stopped(call)
+    while (after := runtime.stats())["live"] and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert after["live"] == 0, after  # every pipe of the request released its proxies
+    assert after["created"] - before["created"] == after["destroyed"] - before["destroyed"]
 
 
 def test_what_cannot_be_honoured_is_a_400(client: openai.OpenAI) -> None:
