@@ -76,6 +76,9 @@ class FakeModel:
     options: list[RunOptions | None] = field(default_factory=list)
     # model id -> what stream() raises for that model (a busy or paid-plan model, say)
     fails: dict[str, Exception] = field(default_factory=dict)
+    # inputs["prompt"] -> the steps of its own stream, or what stream() raises for it
+    # (legacy completions' several prompts, each its own call)
+    prompts: dict[str, list[tuple[float, object]] | Exception] = field(default_factory=dict)
 
     async def stream(
         self,
@@ -89,9 +92,10 @@ class FakeModel:
         self.options.append(options)
         if model in self.fails:
             raise self.fails[model]
-        if isinstance(self.make, Exception):
-            raise self.make
-        source = FakeSource(list(self.make))  # type: ignore[call-overload]
+        make = self.prompts.get(str(inputs.get("prompt")), self.make)
+        if isinstance(make, Exception):
+            raise make
+        source = FakeSource(list(make))  # type: ignore[call-overload]
         self.sources.append(source)
         return source
 

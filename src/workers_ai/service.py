@@ -4,8 +4,10 @@ and the API key's id, bounded by the idle limit; and the relay and the whole ans
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -23,6 +25,7 @@ from streaming.relay import (
 )
 from surface.errors import ApiError, ClientGone
 from surface.settings import Settings
+from surface.web import SSE_HEADERS, Relayed, WebResponse
 from workers_ai import affinity, budget, catalog, fallback, upstream_errors
 
 log = logging.getLogger("service")
@@ -100,6 +103,12 @@ async def open_answer(
     rejectIfBusy, so a busy model fails at once instead of queueing; the last one queues, as a
     call without fallbacks does. `session`: the session-affinity key (affinity.key), sent with
     every call; `key_id`: the API key's id, for the AI Gateway's metadata."""
+    return await _open_planned(ai, settings, _plan(settings, model, inputs), session, key_id)
+
+
+def _plan(settings: Settings, model: str, inputs: dict[str, Any]) -> list[tuple[str, Any]]:
+    """The models to try, in order, with the inputs each gets; raises what the client must fix
+    (the asked model's context window) before any call."""
     plan = []
     for name in fallback.candidates(model, settings.fallback_models):
         sent = fallback.inputs_for(name, inputs, model)
@@ -110,6 +119,16 @@ async def open_answer(
         elif not budget.fits(name, sent):
             continue
         plan.append((name, sent))
+    return plan
+
+
+async def _open_planned(
+    ai: ChatModel,
+    settings: Settings,
+    plan: list[tuple[str, Any]],
+    session: str,
+    key_id: str | None,
+) -> Opened:
     limit = settings.give_up_after
     for i, (name, sent) in enumerate(plan):
         last = i == len(plan) - 1
@@ -156,13 +175,21 @@ async def answer_whole(ai: ChatModel, source: Upstream, relay: Relay) -> Finishe
 
 
 def new_relay(
-    settings: Settings, encoder: Encoder, max_tokens: int, model: str, stops: tuple[str, ...] = ()
+    settings: Settings,
+    encoder: Encoder,
+    max_tokens: int,
+    model: str,
+    stops: tuple[str, ...] = (),
+    *,
+    batch: Batch | None = None,
 ) -> Relay:
-    """The relay of one answer; `model` is the one that answers (its thinking flag)."""
+    """The relay of one answer; `model` is the one that answers (its thinking flag); `batch`:
+    the answers it is one of, which end together when one fails."""
     s = settings
     timing = Timing(ping_after=s.ping_after, give_up_after=s.give_up_after)
     opens = catalog.info(model).opens_thinking
-    return Relay(
+    kind = Relay if batch is None else _BatchRelay
+    relay = kind(
         encoder,
         timing,
         now=time.monotonic(),
@@ -170,3 +197,137 @@ def new_relay(
         opens_thinking=opens,
         stops=stops,
     )
+    if isinstance(relay, _BatchRelay):
+        relay.batch = batch
+    return relay
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Call:
+    """One model call a request asks for: its inputs and its session-affinity key."""
+
+    inputs: dict[str, Any]
+    session: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Asked:
+    """What a door asks of the model: one call, or (legacy completions' list of prompts)
+    several, each answered on its own with the same model, limits and stop strings."""
+
+    model: str
+    calls: tuple[Call, ...]
+    key_id: str | None
+    max_tokens: int
+    stops: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Answered:
+    model: str  # the model that answered this call (a fallback, maybe)
+    finished: Finished
+
+
+async def streamed(
+    ai: ChatModel, settings: Settings, asked: Asked, encoder: Callable[[str], Encoder]
+) -> WebResponse:
+    """The streamed answer to the one call asked: the relay over the model's stream, run by the
+    shell; `encoder(model)` re-frames it, given the model that answers. A stream relays one
+    upstream, so one call only."""
+    [call] = asked.calls
+    opened = await open_answer(
+        ai, settings, asked.model, call.inputs, session=call.session, key_id=asked.key_id
+    )
+    relay = new_relay(settings, encoder(opened.model), asked.max_tokens, opened.model, asked.stops)
+    return WebResponse(
+        status=200, headers=SSE_HEADERS, body=Relayed(source=opened.source, relay=relay)
+    )
+
+
+class Batch:
+    """Answers made for one request: the first failure (in time) is the request's, and the
+    others end at their next read or tick, their upstreams stopped as on the idle limit."""
+
+    __slots__ = ("error",)
+
+    def __init__(self) -> None:
+        self.error: BaseException | None = None
+
+    def fail(self, error: BaseException) -> None:
+        if self.error is None:
+            self.error = error
+
+
+# How a sibling of a failed answer ends (nobody sees it: the request answers the first failure).
+SIBLING_FAILED = Failed(code="cancelled", message="Another answer of this request failed.")
+
+
+class _BatchRelay(Relay):
+    """A relay that closes itself once its batch has failed. The driver's contract (relay.py)
+    already stops the upstream once `closed` is true after a feed or a tick, so no driver
+    changes: the pipe's next window or tick (at most a quarter of the ping interval) ends it."""
+
+    __slots__ = ("batch",)
+
+    batch: Batch | None
+
+    def feed(self, chunk: bytes) -> bytes:
+        if self.batch is not None and self.batch.error is not None:
+            return self.cancel(SIBLING_FAILED)
+        return super().feed(chunk)
+
+    def tick(self, now: float) -> bytes:
+        if self.batch is not None and self.batch.error is not None:
+            return self.cancel(SIBLING_FAILED)
+        return super().tick(now)
+
+
+async def answers_whole(
+    ai: ChatModel, settings: Settings, asked: Asked, collectors: Sequence[Encoder]
+) -> list[Answered]:
+    """Every call asked, answered whole, at the same time, in the calls' order; each encoder of
+    `collectors` collects its call's answer. What the client must fix (a context window) is
+    raised before any call is made. Each call is drained by the model's drain, whose reader
+    the client's leaving stops; when one call fails, the others are stopped (Batch) and the
+    first failure is raised once every call has ended."""
+    assert len(collectors) == len(asked.calls)
+    plans = [_plan(settings, asked.model, call.inputs) for call in asked.calls]
+    batch = Batch()
+
+    async def one(plan: list[tuple[str, Any]], call: Call, collector: Encoder) -> Answered:
+        try:
+            opened = await _open_planned(ai, settings, plan, call.session, asked.key_id)
+            if batch.error is not None:  # a sibling failed while this one opened
+                if not isinstance(opened.source, OneShot):
+                    opened.source.cancel()
+                raise ApiError(502, SIBLING_FAILED.code, SIBLING_FAILED.message)
+            relay = new_relay(
+                settings, collector, asked.max_tokens, opened.model, asked.stops, batch=batch
+            )
+            return Answered(
+                model=opened.model, finished=await answer_whole(ai, opened.source, relay)
+            )
+        except BaseException as exc:
+            batch.fail(exc)
+            raise
+
+    if len(plans) == 1:
+        return [await one(plans[0], asked.calls[0], collectors[0])]
+    results = await asyncio.gather(
+        *(one(*each) for each in zip(plans, asked.calls, collectors, strict=True)),
+        return_exceptions=True,
+    )
+    if batch.error is not None:
+        raise batch.error
+    return [r for r in results if isinstance(r, Answered)]
+
+
+def summed_usage(answers: Sequence[Answered]) -> dict[str, int] | None:
+    """The usage of several answers, key by key; None unless every answer reported one."""
+    total: dict[str, int] = {}
+    for answer in answers:
+        if answer.finished.usage is None:
+            return None
+        for key, value in answer.finished.usage.items():
+            total[key] = total.get(key, 0) + value
+    return total

@@ -93,6 +93,15 @@ def test_the_completions_example_prints_the_answer(runtime: Runtime) -> None:
     assert call["inputs"] == {"prompt": PROMPT, "stream": True, "max_tokens": 256}
 
 
+def test_the_completions_example_sends_several_prompts_as_one_list(runtime: Runtime) -> None:
+    prompts = [PROMPT, "Bonjour !"]
+    before = len(runtime.calls())
+    out = run(runtime, [sys.executable, "examples/openai_completions.py", *prompts])
+    answers = ["".join(expected_tokens([{"role": "user", "content": p}])) for p in prompts]
+    assert out == "".join(f"{i}: {a}\n" for i, a in enumerate(answers))
+    assert sorted(c["inputs"]["prompt"] for c in runtime.calls()[before:]) == sorted(prompts)
+
+
 def test_the_embeddings_example_prints_the_similarity(
     runtime: Runtime, cl100k: tiktoken.Encoding
 ) -> None:

@@ -4,6 +4,7 @@ whole text_completion object. A completion has text only: the model's reasoning 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from doors.openai_chat.openai_events import Collector, error_frame, openai_usage
@@ -67,9 +68,15 @@ class TextCompletionEncoder:
 
 
 def text_completion(
-    *, id: str, created: int, model: str, collector: Collector, finished: Finished
+    *,
+    id: str,
+    created: int,
+    model: str,
+    choices: Sequence[tuple[Collector, Finished]],
+    usage: dict[str, int] | None,
 ) -> dict[str, Any]:
-    """The whole text_completion object of a non-streamed answer."""
+    """The whole text_completion object of a non-streamed answer: a choice per prompt, in the
+    prompts' order (`index` is the prompt's), and the usage of them all."""
     body: dict[str, Any] = {
         "id": id,
         "object": "text_completion",
@@ -78,12 +85,13 @@ def text_completion(
         "choices": [
             {
                 "text": "".join(collector.text),
-                "index": 0,
+                "index": index,
                 "logprobs": None,
                 "finish_reason": finish_reason(finished.stop_reason),
             }
+            for index, (collector, finished) in enumerate(choices)
         ],
     }
-    if finished.usage is not None:
-        body["usage"] = openai_usage(finished.usage)
+    if usage is not None:
+        body["usage"] = openai_usage(usage)
     return body

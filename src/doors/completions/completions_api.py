@@ -5,7 +5,14 @@ around it; fallback.py makes it one user message for a model that takes OpenAI's
 opened by service.open_answer and relayed by the relay every door uses: cancellation, pings,
 the idle limit, stop strings, the kill switch, keys, rate limits and fallbacks apply as they
 do to /v1/chat/completions. The sampling parameters are the chat door's (openai_params); what
-only Completions has is read here: one prompt, `echo: false`, no `suffix`, `best_of: 1`.
+only Completions has is read here: the prompt (a string, or a list of up to MAX_PROMPTS),
+`echo: false`, no `suffix`, `best_of: 1`.
+
+A list of prompts is answered as OpenAI does, one choice per prompt (`index` is the prompt's),
+each prompt its own model call, made at the same time (service.answers_whole: when one fails,
+the others are stopped and the request fails). Streamed, it is one prompt only: the relay
+relays one model stream per response, and OpenAI's interleaved chunks of several would need
+several upstreams merged into one body, a second streaming path.
 """
 
 from __future__ import annotations
@@ -13,19 +20,19 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from checks.chat_request import parse_max_tokens, parse_model
 from doors.completions.completion_events import TextCompletionEncoder, text_completion
 from doors.openai_chat import openai_params
-from doors.openai_chat.openai_compat import openai_error, stream_options
+from doors.openai_chat.openai_compat import openai_error, stream_options, streamed
 from doors.openai_chat.openai_events import Collector
 from streaming.stop import parse_stop
 from surface.errors import invalid, json_shown
 from surface.routing import Api, Context, Route, parse_body
-from surface.web import SSE_HEADERS, Relayed, WebResponse, json_response
-from workers_ai import affinity
-from workers_ai.service import answer_whole, new_relay, open_answer
+from surface.web import WebResponse, json_response
+from workers_ai import affinity, service
 
 # The chat door's parameters that mean the same here (checked by openai_params.read).
 SHARED = (
@@ -52,10 +59,14 @@ NEUTRAL: dict[str, tuple[tuple[object, ...], str]] = {
 FIELDS = (*OWN, *SHARED, *NEUTRAL)
 
 
+# Prompts in one request: each is a model call of its own, all made at once.
+MAX_PROMPTS = 4
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TextCompletionRequest:
     model: str
-    prompt: str
+    prompts: tuple[str, ...]
     max_tokens: int
     options: tuple[tuple[str, Any], ...]
     stream: bool
@@ -63,9 +74,9 @@ class TextCompletionRequest:
     stop: tuple[str, ...] = ()  # cut by the relay, never sent to the model
     user: str | None = None
 
-    def ai_inputs(self) -> dict[str, Any]:
+    def ai_inputs(self, prompt: str) -> dict[str, Any]:
         inputs: dict[str, Any] = {
-            "prompt": self.prompt,
+            "prompt": prompt,
             "stream": True,  # a whole answer is the stream drained: silence times out, not length
             "max_tokens": self.max_tokens,
         }
@@ -81,27 +92,37 @@ def _token_array(value: object) -> bool:
     )
 
 
-def parse_prompt(value: object) -> str:
-    field = "prompt"
-    if value is None:
-        raise invalid(field, "is required: a string")
+TOKENS = "token arrays are not supported: send text"
+
+
+def _one_prompt(value: object, field: str) -> str:
     if _token_array(value):
-        raise invalid(field, "token arrays are not supported: send text")
-    if isinstance(value, list):
-        if len(value) != 1:
-            raise invalid(
-                field,
-                f"this service takes one prompt per request, got {len(value)}; "
-                "send them one by one",
-            )
-        value, field = value[0], "prompt[0]"
-        if _token_array(value):
-            raise invalid(field, "token arrays are not supported: send text")
+        raise invalid(field, TOKENS)
     if not isinstance(value, str):
         raise invalid(field, "must be a string")
     if not value:
         raise invalid(field, "must not be empty")
     return value
+
+
+def parse_prompt(value: object) -> tuple[str, ...]:
+    """A string, or a list of 1 to MAX_PROMPTS strings. OpenAI's token arrays (a list of
+    integers, or a list of them) are refused: no model here takes token ids."""
+    field = "prompt"
+    if value is None:
+        raise invalid(field, "is required: a string or a list of strings")
+    if not isinstance(value, list):
+        return (_one_prompt(value, field),)
+    if _token_array(value):
+        raise invalid(field, TOKENS)
+    if not value:
+        raise invalid(field, "must not be an empty list")
+    if len(value) > MAX_PROMPTS:
+        raise invalid(
+            field,
+            f"{len(value)} prompts, more than {MAX_PROMPTS}; send them in several requests",
+        )
+    return tuple(_one_prompt(v, f"{field}[{i}]") for i, v in enumerate(value))
 
 
 def _neutral(key: str, value: object) -> None:
@@ -129,9 +150,16 @@ def parse_text_completion(body: dict[str, Any], ctx: Context) -> TextCompletionR
     if stream is not None and not isinstance(stream, bool):
         raise invalid("stream", "must be a boolean")
     user = body.get("user")
+    prompts = parse_prompt(body.get("prompt"))
+    if stream is True and len(prompts) > 1:
+        raise invalid(
+            "prompt",
+            f"a streamed completion takes one prompt, got {len(prompts)}; "
+            "send them one by one, or without stream",
+        )
     return TextCompletionRequest(
         model=model,
-        prompt=parse_prompt(body.get("prompt")),
+        prompts=prompts,
         max_tokens=parse_max_tokens("max_tokens", body.get("max_tokens"), ctx.settings),
         options=tuple(options.items()),
         stream=stream is True,
@@ -143,32 +171,35 @@ def parse_text_completion(body: dict[str, Any], ctx: Context) -> TextCompletionR
 
 async def completions(ctx: Context) -> WebResponse:
     request = parse_text_completion(await parse_body(ctx), ctx)
-    prompt = [{"role": "user", "content": request.prompt}]
-    opened = await open_answer(
-        ctx.model,
-        ctx.settings,
-        request.model,
-        request.ai_inputs(),
-        session=affinity.key([ctx.request.headers.get(affinity.HEADER), request.user], prompt),
+    header = ctx.request.headers.get(affinity.HEADER)
+    asked = service.Asked(
+        model=request.model,
+        calls=tuple(
+            service.Call(
+                inputs=request.ai_inputs(prompt),
+                session=affinity.key([header, request.user], [{"role": "user", "content": prompt}]),
+            )
+            for prompt in request.prompts
+        ),
         key_id=ctx.key_id,
+        max_tokens=request.max_tokens,
+        stops=request.stop,
     )
-    source, model = opened.source, opened.model  # model: the one that answers (a fallback, maybe)
     id, created = "cmpl-" + os.urandom(12).hex(), int(time.time())
     if request.stream:
-        encoder = TextCompletionEncoder(
-            id=id, created=created, model=model, include_usage=request.include_usage
-        )
-        relay = new_relay(ctx.settings, encoder, request.max_tokens, model, request.stop)
-        return WebResponse(
-            status=200, headers=SSE_HEADERS, body=Relayed(source=source, relay=relay)
-        )
-    collector = Collector(id=id)
-    relay = new_relay(ctx.settings, collector, request.max_tokens, model, request.stop)
-    finished = await answer_whole(ctx.model, source, relay)
+        chunks = partial(TextCompletionEncoder, id=id, created=created)
+        return await streamed(ctx, asked, chunks, include_usage=request.include_usage)
+    collectors = [Collector(id=id) for _ in asked.calls]
+    answers = await service.answers_whole(ctx.model, ctx.settings, asked, collectors)
+    usage = service.summed_usage(answers)
     body = text_completion(
-        id=id, created=created, model=model, collector=collector, finished=finished
+        id=id,
+        created=created,
+        model=answers[0].model,  # the model of the first prompt's answer (a fallback, maybe)
+        choices=[(c, a.finished) for c, a in zip(collectors, answers, strict=True)],
+        usage=usage,
     )
-    return json_response(200, body, usage=finished.usage)
+    return json_response(200, body, usage=usage)
 
 
 COMPLETIONS_API = Api(

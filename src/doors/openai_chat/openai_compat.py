@@ -11,7 +11,8 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass
-from typing import Any
+from functools import partial
+from typing import Any, Protocol
 from urllib.parse import unquote
 
 from checks.chat_request import parse_max_tokens, parse_model, parse_reasoning_effort
@@ -19,14 +20,14 @@ from checks.messages import OPENAI, parse_conversation
 from doors.openai_chat import openai_params
 from doors.openai_chat.openai_events import Collector, CompletionEncoder, openai_usage
 from doors.openai_chat.openai_messages import parse_tool_choice, parse_tools
+from streaming.relay import Encoder
 from streaming.stop import parse_stop
 from surface.errors import ApiError, clip, invalid
 from surface.routing import Api, Context, Route, parse_body
 from surface.settings import Settings
 from surface.version import RELEASED
-from surface.web import SSE_HEADERS, Relayed, WebResponse, json_response
-from workers_ai import affinity, catalog
-from workers_ai.service import answer_whole, new_relay, open_answer
+from surface.web import WebResponse, json_response
+from workers_ai import affinity, catalog, service
 
 ERROR_TYPES = {403: "permission_error", 404: "not_found_error", 429: "rate_limit_error"}
 # OpenAI's own 404 for a model id is an invalid request, not a missing route.
@@ -153,37 +154,50 @@ def parse_completion(body: dict[str, Any], ctx: Context) -> CompletionRequest:
     )
 
 
-async def completions(ctx: Context) -> WebResponse:
-    request = parse_completion(await parse_body(ctx), ctx)
-    opened = await open_answer(
+class ChunkEncoder(Protocol):
+    """An OpenAI door's encoder of chunks, made once the model that answers is known."""
+
+    def __call__(self, *, model: str, include_usage: bool) -> Encoder: ...
+
+
+async def streamed(
+    ctx: Context, asked: service.Asked, chunks: ChunkEncoder, *, include_usage: bool
+) -> WebResponse:
+    """The streamed answer of an OpenAI door (chat and legacy completions): `chunks` names the
+    model that answers (the one asked, or a fallback)."""
+    return await service.streamed(
         ctx.model,
         ctx.settings,
-        request.model,
-        request.ai_inputs(),
-        session=affinity.key(
-            [ctx.request.headers.get(affinity.HEADER), *request.cache_keys], request.messages
-        ),
-        key_id=ctx.key_id,
+        asked,
+        lambda model: chunks(model=model, include_usage=include_usage),
     )
-    source, model = opened.source, opened.model  # model: the one that answers (a fallback, maybe)
+
+
+async def completions(ctx: Context) -> WebResponse:
+    request = parse_completion(await parse_body(ctx), ctx)
+    session = affinity.key(
+        [ctx.request.headers.get(affinity.HEADER), *request.cache_keys], request.messages
+    )
+    asked = service.Asked(
+        model=request.model,
+        calls=(service.Call(inputs=request.ai_inputs(), session=session),),
+        key_id=ctx.key_id,
+        max_tokens=request.max_tokens,
+        stops=request.stop,
+    )
     id, created = "chatcmpl-" + os.urandom(12).hex(), int(time.time())
     if request.stream:
         # A one-shot result (JSON mode) goes out as the same chunks: the shell runs relay_whole.
-        encoder = CompletionEncoder(
-            id=id, created=created, model=model, include_usage=request.include_usage
-        )
-        relay = new_relay(ctx.settings, encoder, request.max_tokens, model, request.stop)
-        return WebResponse(
-            status=200, headers=SSE_HEADERS, body=Relayed(source=source, relay=relay)
-        )
+        chunks = partial(CompletionEncoder, id=id, created=created)
+        return await streamed(ctx, asked, chunks, include_usage=request.include_usage)
     collector = Collector(id=id)
-    relay = new_relay(ctx.settings, collector, request.max_tokens, model, request.stop)
-    finished = await answer_whole(ctx.model, source, relay)
+    [answer] = await service.answers_whole(ctx.model, ctx.settings, asked, [collector])
+    finished = answer.finished
     completion: dict[str, Any] = {
         "id": id,
         "object": "chat.completion",
         "created": created,
-        "model": model,
+        "model": answer.model,  # the model that answered: a fallback, maybe
         "choices": [
             {
                 "index": 0,

@@ -83,11 +83,62 @@ def test_a_reasoning_model_answers_text_only(client: openai.OpenAI, runtime: Run
     assert completion.choices[0].text == answer_to("[[think:3]] Why?")
 
 
+def test_a_list_of_prompts_one_choice_each(client: openai.OpenAI, runtime: Runtime) -> None:
+    prompts = ["[[pace:60]] First?", "Second", "[[pace:30]] Third 🌍"]
+    before = len(runtime.calls())
+    completion = client.completions.create(model=GEMMA, prompt=prompts, max_tokens=64)
+    assert [(c.index, c.text, c.finish_reason) for c in completion.choices] == [
+        (i, answer_to(p), "stop") for i, p in enumerate(prompts)
+    ]
+    usages = [expected_usage([{"role": "user", "content": p}]) for p in prompts]
+    assert completion.usage is not None
+    assert completion.usage.model_dump(exclude_none=True) == {
+        k: sum(u[k] for u in usages) for k in usages[0]
+    }
+    calls = runtime.calls()[before:]
+    assert sorted(c["inputs"]["prompt"] for c in calls) == sorted(prompts)
+    # Made at the same time: every call started before any of them finished.
+    assert max(c["startedAt"] for c in calls) < min(c["finishedAt"] for c in calls), calls
+
+
+@pytest.mark.parametrize(
+    ("failing", "status", "code"),
+    [
+        ("[[fault:midstream]] short", 502, "upstream_error"),  # mid-answer
+        ("[[error:5006]] bad", 400, "upstream_rejected_input"),  # refused before any token
+    ],
+)
+def test_one_failed_prompt_fails_the_request_and_stops_the_others(
+    client: openai.OpenAI, runtime: Runtime, failing: str, status: int, code: str
+) -> None:
+    long = f"[[pace:200]] long, beside a {status}"
+    before = runtime.stats()
+    with pytest.raises(openai.APIStatusError) as caught:
+        client.completions.create(model=GEMMA, prompt=[long, failing])
+    assert (caught.value.status_code, caught.value.code) == (status, code)
+    deadline = time.monotonic() + 10
+    while True:  # the close may reach the model's process a moment after the answer
+        [call] = [c for c in runtime.calls()[-2:] if c["inputs"]["prompt"] == long]
+        if call["closedAt"] is not None or time.monotonic() > deadline:
+            break
+        time.sleep(0.02)
+    assert_stopped(call)
+    while (after := runtime.stats())["live"] and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert after["live"] == 0, after  # every pipe of the request released its proxies
+    assert after["created"] - before["created"] == after["destroyed"] - before["destroyed"]
+
+
 def test_what_cannot_be_honoured_is_a_400(client: openai.OpenAI) -> None:
     cases: list[tuple[dict[str, Any], str, str]] = [
         ({"prompt": "a", "suffix": "}"}, "suffix", "unsupported_parameter"),
         ({"prompt": "a", "echo": True}, "echo", "unsupported_parameter"),
-        ({"prompt": ["a", "b"]}, "prompt", "invalid_field"),
+        ({"prompt": ["a", "b", "c", "d", "e"]}, "prompt", "invalid_field"),
+        ({"prompt": ["a", "b"], "stream": True}, "prompt", "invalid_field"),
+        ({"prompt": [1, 2, 3]}, "prompt", "invalid_field"),
+        ({"prompt": [[1, 2], [3]]}, "prompt[0]", "invalid_field"),
+        ({"prompt": ["a", ""]}, "prompt[1]", "invalid_field"),
+        ({"prompt": []}, "prompt", "invalid_field"),
         ({"prompt": "a", "model": "@cf/baai/bge-m3"}, "model", "wrong_model_type"),
     ]
     for body, param, code in cases:
