@@ -321,8 +321,12 @@ def last_request_id(binding: Any) -> str | None:
 
 
 def env_lookup(env: Any) -> Lookup:
+    # The JS env itself, not the SDK's wrapper: a var is a string either way, and the wrapper
+    # asks three instanceof questions of every name first (~25 names a request).
+    raw = getattr(env, "_env", env)
+
     def get(key: str) -> str | None:
-        value = getattr(env, key, None)
+        value = getattr(raw, key, None)
         return value if isinstance(value, str) else None
 
     return get

@@ -255,7 +255,10 @@ class RelayPipe:
         self._last_words(reason if reason is not None else "the upstream stream was aborted")
 
     def _last_words(self, failure: Any) -> None:
-        if self._ended or self._relay.closed:
+        if self._ended:
+            return
+        if self._relay.closed:  # closed from outside (relay.cancel()): release all the same
+            self._send(b"")
             return
         try:
             out = self._relay.end() if failure is None else self._relay.fail(failure)
@@ -268,7 +271,10 @@ class RelayPipe:
 
     def tick(self) -> None:
         self._timer = None
-        if self._relay.closed or self._ended:
+        if self._ended:
+            return
+        if self._relay.closed:  # closed from outside (relay.cancel()): stop the upstream too
+            self._send(b"")
             return
         try:
             out = self._relay.tick(time.monotonic())
