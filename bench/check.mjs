@@ -6,9 +6,10 @@
 // windowed reads), `relay_off` (the same src/ with STREAM_WINDOW_MS=0: one read per network
 // chunk, the relay before windows), `js_reframer` (bench/workers/js_reframer.mjs) and
 // `passthrough` (Python, body untouched: the floor). Rows run variant by variant within each
-// cell, cell by cell within each round, so host load spreads over all of them.
+// cell (in the reverse order every other round), cell by cell within each round, so host load
+// spreads over all of them; a ratio is the median of the rounds' paired ratios.
 //
-//   node bench/check.mjs [--rounds 3] [--full] [--out .cache/bench/check.json]
+//   node bench/check.mjs [--rounds 5] [--full] [--out .cache/bench/check.json]
 //
 // --full (what `make bench` runs): also a reasoning-shape cell at 150 tok/s and 50 streams at once.
 // Prints one final line, and exits 1 when a target of issue 35 is missed:
@@ -22,7 +23,7 @@ import { chatBody, cpuOf, getJson, miniflareOnWorkerd, pool, post, startModel } 
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const { values: args } = parseArgs({ options: {
-  rounds: { type: "string", default: "3" },
+  rounds: { type: "string", default: "5" },
   full: { type: "boolean", default: false },
   out: { type: "string", default: path.join(ROOT, ".cache", "bench", "check.json") },
   // More copies of src/ as relay variants: --src name=/path/to/src (a mechanism to compare).
@@ -218,8 +219,10 @@ async function main() {
     say(`identity: ${results.identity.map((c) => `${c.case} ${c.identical ? "ok" : "DIFFERS"}`).join(", ")}`);
     for (let round = 0; round < ROUNDS; round++) {
       say(`round ${round + 1}/${ROUNDS}, load ${load()}`);
+      // The order alternates round by round, so no variant always runs first (or last) in a cell.
+      const order = round % 2 ? [...variants].reverse() : variants;
       for (const cell of cells()) {
-        for (const v of variants) {
+        for (const v of order) {
           if (cell.relayOnly && !v.isRelay) continue;
           const r = await runCell(v, cell);
           ((results.cells[cell.key] ??= {})[v.name] ??= []).push(r);
@@ -252,8 +255,9 @@ async function main() {
   const table = ["cell | variant | ms CPU / 1k tokens (median; rounds) | / js_reframer | delay p50 / p99 / max ms"];
   for (const [key, rows] of Object.entries(summary)) {
     for (const [name, s] of Object.entries(rows)) {
-      const peer = rows.js_reframer?.msPer1k;
-      table.push(`${key} | ${name} | ${s.msPer1k.toFixed(1)} (${s.perRound.join(", ")}) | ${peer ? (s.msPer1k / peer).toFixed(2) + "x" : "-"} | ${s.delayP50 != null ? `${s.delayP50.toFixed(0)} / ${s.delayP99.toFixed(0)} / ${s.delayMax.toFixed(0)}` : "-"}`);
+      const peers = results.cells[key].js_reframer;
+      const paired = peers ? median(results.cells[key][name].map((r, i) => r.msPer1k / peers[i].msPer1k)) : null;
+      table.push(`${key} | ${name} | ${s.msPer1k.toFixed(1)} (${s.perRound.join(", ")}) | ${paired != null ? paired.toFixed(2) + "x" : "-"} | ${s.delayP50 != null ? `${s.delayP50.toFixed(0)} / ${s.delayP99.toFixed(0)} / ${s.delayMax.toFixed(0)}` : "-"}`);
     }
   }
   // The Free plan's 10 ms: what a request costs before its tokens, then per token at 150 tok/s.
@@ -265,7 +269,9 @@ async function main() {
   for (const [name, c] of Object.entries(results.cancels)) table.push(`cancel | ${name} | closed ${c.closed}/${c.streams}, never ${c.never} | p50 ${c.p50?.toFixed(1)} ms, p99 ${c.p99?.toFixed(1)} ms, max ${c.max?.toFixed(1)} ms`);
   table.push(`load before / after: ${loadBefore} / ${results.loadAfter}; wall ${results.wallS.toFixed(0)} s; raw: ${path.relative(ROOT, args.out)}`);
   console.log(table.join("\n"));
-  const ratio = (key) => summary[key].relay.msPer1k / summary[key].js_reframer.msPer1k;
+  // Each ratio is the median over rounds of that round's relay / JS re-framer: the two ran side by
+  // side in the same round, under the same load, which a ratio of two medians does not keep.
+  const ratio = (key) => median(results.cells[key].relay.map((r, i) => r.msPer1k / results.cells[key].js_reframer[i].msPer1k));
   const r150 = ratio("r150"), r50 = ratio("r50"), whole = ratio("whole");
   const p50 = summary.r150.relay.delayP50, max = summary.r150.relay.delayMax, cancel = results.cancels.relay.p99;
   if (results.cancels.relay.never) ok = false;
