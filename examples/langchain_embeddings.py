@@ -21,6 +21,7 @@ texts = sys.argv[1:3] if len(sys.argv) > 2 else ["a cat", "a kitten"]
 # text longer than 8,191 tokens into pieces whose vectors it averages; the Worker turns the ids
 # back into text for the Workers AI model. check_embedding_ctx_length=False sends the texts
 # themselves: no tiktoken, and a text longer than the model's window is an error instead.
+# Any number of texts works: LangChain sends up to 1,000 a request, the Worker 100 a model call.
 embeddings = OpenAIEmbeddings(
     base_url=f"{base}/v1",
     api_key=SecretStr("unused"),

@@ -23,7 +23,8 @@
 //
 // Embedding models (EMBEDDING_WIDTHS) take {"text": string | string[]} and answer
 // {"shape", "data", "pooling"}, as Workers AI does: each text's vector is a function of it
-// (embeddingVector), a unit vector of float32 values. `prompt` is one user message.
+// (embeddingVector), a unit vector of float32 values; at most 100 texts a call, as their input
+// schema says; [[pace:N]] in the last text makes the call take N ms. `prompt` is one user message.
 //
 // Directives in the last user message steer it, for tests and demos:
 //   [[busy:PART]]        models whose id contains PART are busy: 429, internalCode 3040, at once
@@ -351,7 +352,8 @@ function oneShot(model, answer, usage, format) {
   return { response, tool_calls: answer.calls, usage };
 }
 
-// Embedding models (task "Text Embeddings") and the width of their vectors.
+// Embedding models (task "Text Embeddings") and the width of their vectors; a call takes at
+// most EMBEDDING_BATCH texts (the input schema's maxItems), else 400, internalCode 5006.
 export const EMBEDDING_WIDTHS = {
   "@cf/baai/bge-m3": 1024,
   "@cf/baai/bge-base-en-v1.5": 768,
@@ -359,6 +361,7 @@ export const EMBEDDING_WIDTHS = {
   "@cf/baai/bge-large-en-v1.5": 1024,
   "@cf/google/embeddinggemma-300m": 768,
 };
+export const EMBEDDING_BATCH = 100;
 
 function embeddingTexts(inputs) {
   if (typeof inputs.text === "string") return [inputs.text];
@@ -469,6 +472,11 @@ export function startModel({ port = 0, paceMs = 40 } = {}) {
         call.status = 400;
         return sendJson(res, 400, { internalCode: 5006, description: `Error: ${model} takes messages or prompt, not text`, name: "InferenceUpstreamError" });
       }
+      if (texts.length > EMBEDDING_BATCH) {
+        call.status = 400;
+        return sendJson(res, 400, { internalCode: 5006, description: `Error: Array at '/text' has ${texts.length} items, more than ${EMBEDDING_BATCH}`, name: "InferenceUpstreamError" });
+      }
+      if (opts.pace !== undefined) await sleep(Number(opts.pace));  // the call's own latency
       call.finishedAt = now();
       return sendJson(res, 200, embeddings(model, texts), { "cf-ai-req-id": reqId });
     }

@@ -106,7 +106,8 @@ class RequestLog:
     malformed_frames: int = 0
     tokens_cached: int | None = None
     # Every model called, in order: [model, Workers AI error code or None for the one that
-    # answered]; in the line only when a fallback was tried.
+    # answered]; in the line only when one failed and another was called (a fallback was
+    # tried); an embedding request's batches add `model_calls`, their count.
     attempts: list[tuple[str, int | None]] = field(default_factory=list)
     details: list[str] = field(default_factory=list)
     written: bool = False
@@ -166,8 +167,10 @@ class RequestLog:
             line["conversation"] = self.conversation
         if self.tokens_cached is not None:
             line["tokens_cached"] = self.tokens_cached
-        if len(self.attempts) > 1:
+        if len(self.attempts) > 1 and any(error is not None for _, error in self.attempts):
             line["attempts"] = [{"model": model, "error": error} for model, error in self.attempts]
+        if len(self.attempts) > 1:
+            line["model_calls"] = len(self.attempts)
         return line
 
     def write(self, emit: Emit) -> None:

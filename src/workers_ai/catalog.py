@@ -75,12 +75,19 @@ CONTEXT_WINDOWS: dict[str, int] = {
 # {"text": string | string[]} and answer {"shape", "data": [[floats]]} (the bge models add
 # "pooling"); none takes a width, so `dimensions` is cut here (embedding_vectors.narrowed). `width` is
 # the vector's length, `tokens` the longest input the model reads, `narrower` the shorter
-# widths it was trained for (Matryoshka: a prefix, L2-normalized again, is an embedding too).
+# widths it was trained for (Matryoshka: a prefix, L2-normalized again, is an embedding too),
+# `batch` the most texts one call takes (the input schema's maxItems: 100 for every bge model and
+# EmbeddingGemma, cloudflare-docs src/content/workers-ai-models/<name>.json, read 2026-11; also
+# taken for an embedding model not listed here).
+EMBEDDING_BATCH = 100
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Embedder:
     width: int
     tokens: int
     narrower: tuple[int, ...] = ()
+    batch: int = EMBEDDING_BATCH
 
 
 EMBEDDERS: dict[str, Embedder] = {

@@ -229,6 +229,16 @@ def test_cached_tokens_and_the_attempts_of_a_fallback() -> None:
         {"model": "@cf/a/busy", "error": 3040},
         {"model": "@cf/b/free", "error": None},
     ]
+    assert line["model_calls"] == 2
+
+
+def test_calls_that_all_answered_are_counted_not_listed() -> None:
+    """/v1/embeddings calls the model once per batch of 100 texts."""
+    log = record()
+    log.attempts += [("@cf/a/embed", None)] * 3
+    log.responded(json_response(200, {}, usage={"prompt_tokens": 5}), now=101.0)
+    [line] = written(log)
+    assert "attempts" not in line and line["model_calls"] == 3
 
 
 def test_one_attempt_and_no_cache_add_nothing_to_the_line() -> None:
@@ -238,7 +248,7 @@ def test_one_attempt_and_no_cache_add_nothing_to_the_line() -> None:
         json_response(200, {}, usage={"prompt_tokens": 5, "completion_tokens": 7}), now=101.0
     )
     [line] = written(log)
-    assert "attempts" not in line and "tokens_cached" not in line
+    assert "attempts" not in line and "model_calls" not in line and "tokens_cached" not in line
     whole = record()
     whole.responded(
         json_response(200, {}, usage={"prompt_tokens": 5, "cached_tokens": 4}), now=101.0

@@ -2,7 +2,9 @@
 
 The model is one of EMBEDDING_MODELS; it is opened as every door opens a model
 (service.open_answer: keys, rate limits, the kill switch and fallbacks to other embedding
-models apply the same way) with Workers AI's input, {"text": [...]}, and answers whole.
+models apply the same way) with Workers AI's input, {"text": [...]}, and answers whole. A
+request takes up to 2,048 texts, as OpenAI's does; the model takes 100 a call, so they are sent
+in batches (embedding_batches.py) and the answers joined in order.
 An input of token ids (one list of ints, or a list of them: what LangChain's OpenAIEmbeddings
 sends by default) is OpenAI's cl100k_base tokens, decoded back to text (token_ids.py) and then
 embedded exactly as that text.
@@ -10,25 +12,26 @@ embedded exactly as that text.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from doors.embeddings import token_ids
+from doors.embeddings import embedding_batches, token_ids
 from doors.embeddings.embedding_vectors import ENCODINGS, FLOAT, embedding_list
 from doors.openai_chat.openai_compat import openai_error
 from doors.openai_chat.openai_params import unsupported
-from streaming.relay import OneShot
 from surface.errors import ApiError, invalid, json_shown, shown
 from surface.routing import Api, Context, Route, parse_body
 from surface.settings import Settings
 from surface.web import WebResponse, json_response
-from workers_ai import affinity, catalog
-from workers_ai.service import open_answer
+from workers_ai import affinity, budget, catalog
 
-# Texts in one request: the models' own input schema (maxItems 100, each text minLength 1;
-# developers.cloudflare.com/workers-ai/models/embeddinggemma-300m, read 2026-11).
-MAX_INPUTS = 100
+# Texts in one request, and tokens in all of them: OpenAI's limits (2,048 inputs, 300,000 tokens
+# summed; LangChain's OpenAIEmbeddings sends up to 1,000 texts and 300,000 tokens by default).
+# The model takes 100 a call: embedding_batches.py splits them.
+MAX_INPUTS = 2048
+MAX_REQUEST_TOKENS = 300_000
 MAX_INPUT_CHARS = 65_536  # characters in one text (8,192 tokens, bge-m3's longest, at 8 a token)
 FIELDS = ("model", "input", "encoding_format", "dimensions", "user")
 # Ids in one token array: OpenAI's limit for one input (LangChain cuts at 8,191).
@@ -117,6 +120,16 @@ def _one(field: str, value: object, table: TableLoader) -> str:
     return _text(field, value)
 
 
+def _tokens(value: object) -> int:
+    """What one input counts against MAX_REQUEST_TOKENS: its ids, or a text's estimate (as usage
+    estimates it); anything else fails its own check."""
+    if isinstance(value, list):
+        return len(value)
+    if isinstance(value, str):
+        return max(1, math.ceil(len(value) / budget.CHARS_PER_TOKEN))
+    return 0
+
+
 def parse_input(value: object, table: TableLoader = token_ids.table) -> tuple[str, ...]:
     """The texts: `input` as a string, a list of strings, a list of token ids (one text) or a
     list of lists of token ids, each list decoded with `table`."""
@@ -133,6 +146,15 @@ def parse_input(value: object, table: TableLoader = token_ids.table) -> tuple[st
             400,
             "too_many_inputs",
             f"input: {len(value)} texts, more than {MAX_INPUTS}; send them in several requests",
+            param="input",
+        )
+    tokens = sum(_tokens(v) for v in value)  # before any decoding: counting is cheap
+    if tokens > MAX_REQUEST_TOKENS:
+        raise ApiError(
+            400,
+            "max_tokens_per_request",
+            f"input: {tokens} tokens in all, more than {MAX_REQUEST_TOKENS} (token ids count one"
+            f" each, text {budget.CHARS_PER_TOKEN} characters a token); send fewer inputs",
             param="input",
         )
     return tuple(_one(f"input[{i}]", v, table) for i, v in enumerate(value))
@@ -177,25 +199,15 @@ def parse_embeddings(body: dict[str, Any], settings: Settings) -> EmbeddingReque
 async def embeddings(ctx: Context) -> WebResponse:
     request = parse_embeddings(await parse_body(ctx), ctx.settings)
     first = [{"role": "user", "content": request.texts[0]}]
-    opened = await open_answer(
+    model, parts = await embedding_batches.embed(
         ctx.model,
         ctx.settings,
         request.model,
-        {"text": list(request.texts)},
+        request.texts,
         session=affinity.key([ctx.request.headers.get(affinity.HEADER), request.user], first),
         key_id=ctx.key_id,
     )
-    source = opened.source
-    if not isinstance(source, OneShot):  # an embedding model answers whole; never seen
-        source.cancel()
-        raise ApiError(502, "upstream_error", "The embedding model streamed; it should not.")
-    body = embedding_list(
-        source.result,
-        texts=request.texts,
-        model=opened.model,
-        width=request.width,
-        encoding=request.encoding,
-    )
+    body = embedding_list(parts, model=model, width=request.width, encoding=request.encoding)
     return json_response(200, body, usage=body["usage"])
 
 

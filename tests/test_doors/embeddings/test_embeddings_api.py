@@ -14,7 +14,7 @@ import pytest
 from fakes import FakeLimiter
 from host_app import call, request
 
-from doors.embeddings.embedding_vectors import embedding_list, narrowed, vectors
+from doors.embeddings.embedding_vectors import embedding_list, narrowed, part, vectors
 from doors.embeddings.embeddings_api import (
     MAX_INPUT_CHARS,
     MAX_INPUT_TOKENS,
@@ -76,8 +76,22 @@ def test_defaults_and_the_allow_list() -> None:
         ({"input": ["a", 3]}, 400, "invalid_field", "input[1]", "a list of token ids, got"),
         ({"input": [1] * 8193}, 400, "input_too_long", "input", "8193 token ids"),
         ({"input": [[1], [1] * 8193]}, 400, "input_too_long", "input[1]", "more than 8192"),
-        ({"input": [[1]] * (MAX_INPUTS + 1)}, 400, "too_many_inputs", "input", "101 texts"),
-        ({"input": ["a"] * (MAX_INPUTS + 1)}, 400, "too_many_inputs", "input", "101 texts"),
+        ({"input": [[1]] * (MAX_INPUTS + 1)}, 400, "too_many_inputs", "input", "2049 texts"),
+        ({"input": ["a"] * (MAX_INPUTS + 1)}, 400, "too_many_inputs", "input", "2049 texts"),
+        (
+            {"input": [[1] * 8000] * 37 + [[1] * 4001]},
+            400,
+            "max_tokens_per_request",
+            "input",
+            "300001 tokens in all, more than 300000",
+        ),
+        (
+            {"input": ["x" * 40_000] * 30 + ["x" * 4]},
+            400,
+            "max_tokens_per_request",
+            "input",
+            "300001 tokens in all",
+        ),
         ({"input": "x" * (MAX_INPUT_CHARS + 1)}, 400, "input_too_long", "input", "split"),
         ({"input": "a", "model": "m1"}, 400, "wrong_model_type", "model", "is a chat model"),
         ({"input": "a", "model": "@cf/x"}, 400, "unknown_model", "model", "choose one of"),
@@ -117,6 +131,7 @@ def test_token_ids_are_the_texts_they_encode() -> None:
     assert parse_input([hello, [9906], "as text"]) == ("Hello, world!", "Hello", "as text")
     assert parse_input([[100257]]) == ("<|endoftext|>",)
     assert parse_input([hello] * MAX_INPUTS) == ("Hello, world!",) * MAX_INPUTS
+    assert len(parse_input([[1] * 8000] * 37 + [[1] * 4000])) == 38  # 300,000 ids in all
     assert parse_input([0] * MAX_INPUT_TOKENS) == ("!" * MAX_INPUT_TOKENS,)
 
 
@@ -158,7 +173,7 @@ RESULT = {"shape": [2, 2], "data": [[0.5, -0.25], [1, 0.0]], "pooling": "cls"}
 
 
 def test_float_body_exact_bytes() -> None:
-    body = embedding_list(RESULT, texts=("hi", "there"), model="e", width=None, encoding="float")
+    body = embedding_list([part(RESULT, ("hi", "there"))], model="e", width=None, encoding="float")
     assert json.dumps(body, ensure_ascii=False).encode() == (
         b'{"object": "list", "data": [{"object": "embedding", "index": 0, "embedding": [0.5, -0.25]},'
         b' {"object": "embedding", "index": 1, "embedding": [1.0, 0.0]}], "model": "e",'
@@ -167,7 +182,7 @@ def test_float_body_exact_bytes() -> None:
 
 
 def test_base64_is_little_endian_float32() -> None:
-    body = embedding_list(RESULT, texts=("hi", "there"), model="e", width=None, encoding="base64")
+    body = embedding_list([part(RESULT, ("hi", "there"))], model="e", width=None, encoding="base64")
     first = body["data"][0]["embedding"]
     assert first == "AAAAPwAAgL4="  # 0.5 = 00 00 00 3f, -0.25 = 00 00 80 be
     assert base64.b64decode(first) == b"\x00\x00\x00\x3f\x00\x00\x80\xbe"
@@ -176,7 +191,7 @@ def test_base64_is_little_endian_float32() -> None:
 
 def test_the_models_own_usage_wins() -> None:
     result = {**RESULT, "usage": {"prompt_tokens": 9}}
-    body = embedding_list(result, texts=("a", "b"), model="e", width=None, encoding="float")
+    body = embedding_list([part(result, ("a", "b"))], model="e", width=None, encoding="float")
     assert body["usage"] == {"prompt_tokens": 9, "total_tokens": 9}
 
 
@@ -184,7 +199,7 @@ def test_a_narrower_vector_is_a_unit_vector_again() -> None:
     assert narrowed([3.0, 4.0, 12.0], 2) == [0.6, 0.8]
     assert narrowed([3.0, 4.0], 2) == [3.0, 4.0]
     body = embedding_list(
-        {"data": [[3.0, 4.0, 12.0]]}, texts=("a",), model="e", width=2, encoding="float"
+        [part({"data": [[3.0, 4.0, 12.0]]}, ("a",))], model="e", width=2, encoding="float"
     )
     assert body["data"][0]["embedding"] == [0.6, 0.8]
 
@@ -197,6 +212,8 @@ def test_a_narrower_vector_is_a_unit_vector_again() -> None:
         {"data": [[0.1], [0.1, 0.2]]},
         {"data": [[0.1], ["x"]]},
         {"data": [[0.1], [math.inf]]},
+        {"data": [[0.1], [True]]},
+        {"data": [[0.1], [10**400]]},
         {"data": [[], []]},
     ],
 )
@@ -208,7 +225,9 @@ def test_an_unusable_result_is_a_502(result: object) -> None:
 
 def test_a_float32_overflow_is_a_502() -> None:
     with pytest.raises(ApiError, match="float32"):
-        embedding_list({"data": [[1e300]]}, texts=("a",), model="e", width=None, encoding="base64")
+        embedding_list(
+            [part({"data": [[1e300]]}, ("a",))], model="e", width=None, encoding="base64"
+        )
 
 
 @dataclass
