@@ -1,0 +1,175 @@
+"""A client that stops reading (issue 35), on workerd through the real Ai class: its answer
+still arrives whole after the pause, everything the relay made is released, and a paused
+client that leaves still closes the model's connection. How much memory such a client holds
+is measured by bench/probes/slow_reader.py (bench/notes/2026-11-26-slow-readers.md)."""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import httpx
+import pytest
+from conftest import Runtime, assert_stopped, start_runtime
+
+pytestmark = pytest.mark.runtime
+
+MODEL = "@cf/google/gemma-4-26b-a4b-it"
+FILLER = ["stream", "edge", "token", "relay", "python", "worker", "event", "byte"]
+# /v1 chunks are ~218 bytes a token: ~6.5 MB, more than Linux lets one socket queue by default
+# (tcp_wmem's maximum, 4 MiB, plus the client's 8 KiB): part of it waits inside workerd.
+BIG = 30_000
+
+
+def filler(n: int) -> str:
+    """The built-in model's [[tokens:N]] answer (local/model.mjs answerTokens)."""
+    return "".join(("" if i == 0 else " ") + FILLER[i % len(FILLER)] for i in range(n))
+
+
+@pytest.fixture(scope="module")
+def big_runtime() -> Iterator[Runtime]:
+    """Answers of tens of thousands of tokens, at once unless a prompt sets a rate."""
+    rt = start_runtime(vars={"AI_MAX_TOKENS_LIMIT": "100000"}, pace_ms=0)
+    yield rt
+    rt.stop()
+
+
+def paused_request(rt: Runtime, path: str, text: str, max_tokens: int) -> socket.socket:
+    """POST on a socket with a 4 KiB receive buffer, and read nothing yet."""
+    body: dict[str, Any] = {"messages": [{"role": "user", "content": text}]}
+    body["max_tokens"] = max_tokens
+    if path.startswith("/v1/"):
+        body.update(model=MODEL, stream=True)
+    data = json.dumps(body).encode()
+    port = int(rt.url.rsplit(":", 1)[1])
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # before connect: the window
+    s.connect(("127.0.0.1", port))
+    s.sendall(
+        b"POST %s HTTP/1.1\r\nHost: 127.0.0.1\r\ncontent-type: application/json\r\n"
+        b"content-length: %d\r\nconnection: close\r\n\r\n%s" % (path.encode(), len(data), data)
+    )
+    return s
+
+
+def read_body(s: socket.socket) -> bytes:
+    """Everything until the server closes, de-chunked; the status must be 200."""
+    s.settimeout(60)
+    parts = []
+    while chunk := s.recv(1 << 16):
+        parts.append(chunk)
+    s.close()
+    head, _, rest = b"".join(parts).partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 200"), head
+    assert b"transfer-encoding: chunked" in head.lower(), head
+    out = bytearray()
+    at = 0
+    while True:
+        eol = rest.index(b"\r\n", at)
+        size = int(rest[at:eol], 16)
+        if size == 0:
+            return bytes(out)
+        out += rest[eol + 2 : eol + 2 + size]
+        at = eol + 2 + size + 2
+
+
+def masked(body: bytes) -> bytes:
+    body = re.sub(rb'"id":"chatcmpl-[0-9a-f]+"', b'"id":"chatcmpl-X"', body)
+    return re.sub(rb'"created":\d+', b'"created":0', body)
+
+
+def our_call(
+    rt: Runtime, text: str, done: Callable[[dict[str, Any]], bool], timeout: float = 30
+) -> dict[str, Any]:
+    """The model's record of the call whose prompt is `text`, once `done` holds for it."""
+    deadline = time.monotonic() + timeout
+    while True:
+        call = next((c for c in rt.calls() if text in json.dumps(c["inputs"])), None)
+        if call is not None and done(call):
+            return call
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting; the call: {call}")
+        time.sleep(0.05)
+
+
+def wait_until_released(rt: Runtime, before: dict[str, Any]) -> dict[str, Any]:
+    deadline = time.monotonic() + 30
+    while (after := rt.stats())["live"] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert after["live"] == 0, f"relays still alive: {after['live']}"
+    made = after["created"] - before["created"]
+    assert made > 0 and made == after["destroyed"] - before["destroyed"], (before, after)
+    return after
+
+
+def test_a_client_that_reads_nothing_until_the_answer_ended_still_gets_all_of_it(
+    big_runtime: Runtime,
+) -> None:
+    rt = big_runtime
+    text = f"[[tokens:{BIG}]] paused"
+    before = rt.stats()
+    s = paused_request(rt, "/v1/chat/completions", text, BIG + 10)
+    # Read nothing until the model has sent its last chunk, or has been held (no chunk for 2 s:
+    # then the paused client's backpressure reached it, which bounds the backlog too).
+    seen = {"chunks": -1, "at": time.monotonic()}
+
+    def ended_or_held(call: dict[str, Any]) -> bool:
+        if call["chunksSent"] != seen["chunks"]:
+            seen.update(chunks=call["chunksSent"], at=time.monotonic())
+        return call["finishedAt"] is not None or time.monotonic() - seen["at"] > 2
+
+    try:
+        our_call(rt, text, ended_or_held, timeout=90)
+    except BaseException:
+        s.close()
+        raise
+    slow = read_body(s)
+    assert slow.endswith(b"data: [DONE]\n\n"), slow[-200:]
+    contents = [
+        json.loads(m) for m in re.findall(rb'"delta":\{"content":("(?:[^"\\]|\\.)*")', slow)
+    ]
+    assert len(contents) == BIG, len(contents)  # (the role chunk is {"role", "content"})
+    assert "".join(contents) == filler(BIG)
+    assert b'"finish_reason":"stop"' in slow[-2000:]
+    wait_until_released(rt, before)
+    # The same answer read as it comes: the same bytes but for the id and `created`.
+    with (
+        httpx.Client(base_url=rt.url, timeout=60) as http,
+        http.stream(
+            "POST",
+            "/v1/chat/completions",
+            json={
+                "model": MODEL,
+                "stream": True,
+                "messages": [{"role": "user", "content": text}],
+                "max_tokens": BIG + 10,
+            },
+        ) as r,
+    ):
+        fast = b"".join(r.iter_raw())
+    assert masked(slow) == masked(fast), (len(slow), len(fast))
+
+
+@pytest.mark.parametrize("path", ["/api/v1/chat", "/v1/chat/completions"])
+def test_a_paused_client_that_leaves_closes_the_model_connection(
+    runtime: Runtime, path: str
+) -> None:
+    before = runtime.stats()
+    text = f"[[tokens:4000]][[rate:100]] paused then gone {path}"
+    s = paused_request(runtime, path, text, 4000)
+    # 40 s of answer; leave unread once the model has sent 200 tokens (2 s of it).
+    try:
+        our_call(runtime, text, lambda c: c["chunksSent"] >= 200)
+    finally:
+        s.close()
+    left = time.time() * 1000
+    call = our_call(
+        runtime, text, lambda c: c["clientClosedAt"] is not None or c["finishedAt"] is not None
+    )
+    assert_stopped(call, left_at_ms=left)
+    after = wait_until_released(runtime, before)
+    assert after["clients_gone"] - before["clients_gone"] == 1, (before, after)
