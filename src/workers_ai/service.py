@@ -180,16 +180,12 @@ def new_relay(
     max_tokens: int,
     model: str,
     stops: tuple[str, ...] = (),
-    *,
-    batch: Batch | None = None,
 ) -> Relay:
-    """The relay of one answer; `model` is the one that answers (its thinking flag); `batch`:
-    the answers it is one of, which end together when one fails."""
+    """The relay of one answer; `model` is the one that answers (its thinking flag)."""
     s = settings
     timing = Timing(ping_after=s.ping_after, give_up_after=s.give_up_after)
     opens = catalog.info(model).opens_thinking
-    kind = Relay if batch is None else _BatchRelay
-    relay = kind(
+    return Relay(
         encoder,
         timing,
         now=time.monotonic(),
@@ -197,9 +193,6 @@ def new_relay(
         opens_thinking=opens,
         stops=stops,
     )
-    if isinstance(relay, _BatchRelay):
-        relay.batch = batch
-    return relay
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -246,40 +239,27 @@ async def streamed(
 
 class Batch:
     """Answers made for one request: the first failure (in time) is the request's, and the
-    others end at their next read or tick, their upstreams stopped as on the idle limit."""
+    others are cancelled then. A relay closed from outside is one its driver stops at its next
+    read or tick (RelayPipe, host_driver), the upstream with it, as on the idle limit."""
 
-    __slots__ = ("error",)
+    __slots__ = ("_relays", "error")
 
     def __init__(self) -> None:
         self.error: BaseException | None = None
+        self._relays: list[Relay] = []
+
+    def add(self, relay: Relay) -> None:
+        self._relays.append(relay)
 
     def fail(self, error: BaseException) -> None:
         if self.error is None:
             self.error = error
+            for relay in self._relays:
+                relay.cancel(SIBLING_FAILED)  # nobody reads it: its bytes are dropped
 
 
 # How a sibling of a failed answer ends (nobody sees it: the request answers the first failure).
 SIBLING_FAILED = Failed(code="cancelled", message="Another answer of this request failed.")
-
-
-class _BatchRelay(Relay):
-    """A relay that closes itself once its batch has failed. The driver's contract (relay.py)
-    already stops the upstream once `closed` is true after a feed or a tick, so no driver
-    changes: the pipe's next window or tick (at most a quarter of the ping interval) ends it."""
-
-    __slots__ = ("batch",)
-
-    batch: Batch | None
-
-    def feed(self, chunk: bytes) -> bytes:
-        if self.batch is not None and self.batch.error is not None:
-            return self.cancel(SIBLING_FAILED)
-        return super().feed(chunk)
-
-    def tick(self, now: float) -> bytes:
-        if self.batch is not None and self.batch.error is not None:
-            return self.cancel(SIBLING_FAILED)
-        return super().tick(now)
 
 
 async def answers_whole(
@@ -301,9 +281,8 @@ async def answers_whole(
                 if not isinstance(opened.source, OneShot):
                     opened.source.cancel()
                 raise ApiError(502, SIBLING_FAILED.code, SIBLING_FAILED.message)
-            relay = new_relay(
-                settings, collector, asked.max_tokens, opened.model, asked.stops, batch=batch
-            )
+            relay = new_relay(settings, collector, asked.max_tokens, opened.model, asked.stops)
+            batch.add(relay)
             return Answered(
                 model=opened.model, finished=await answer_whole(ai, opened.source, relay)
             )
