@@ -25,6 +25,7 @@ from shell.bindings import (
     DurableResponses,
     WorkersAi,
     env_lookup,
+    js_env,
     limiter,
     refresh_catalog,
 )
@@ -103,7 +104,7 @@ class _Shell:
 
     def binding_names(self) -> list[str]:
         """Names of the env entries that are not vars (vars are strings): the bindings."""
-        raw = getattr(self._env, "_env", self._env)  # the JS env behind the SDK's wrapper
+        raw = js_env(self._env)
         names = [str(name) for name in js.Object.keys(raw)]
         return [name for name in names if not isinstance(getattr(raw, name, None), str)]
 
@@ -165,7 +166,7 @@ class Default(WorkerEntrypoint):  # type: ignore[misc]  # the SDK has no stubs
             namespace = getattr(self.env, "CONVERSATIONS", None)
             # The JS namespace, not the SDK's wrapper, whose stubs' fetch() is a coroutine: a
             # stored response's write is a promise that stays in JS (bindings.DurableResponses).
-            stored = getattr(getattr(self.env, "_env", self.env), "RESPONSES", None)
+            stored = getattr(js_env(self.env), "RESPONSES", None)
             conversations = (
                 None if namespace is None else DurableConversations(namespace, raw.signal)
             )

@@ -320,10 +320,15 @@ def last_request_id(binding: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
+def js_env(env: Any) -> Any:
+    """The JS env behind the SDK's wrapper (`_EnvWrapper`), or `env` when it is not wrapped."""
+    return getattr(env, "_env", env)
+
+
 def env_lookup(env: Any) -> Lookup:
     # The JS env itself, not the SDK's wrapper: a var is a string either way, and the wrapper
     # asks three instanceof questions of every name first (~25 names a request).
-    raw = getattr(env, "_env", env)
+    raw = js_env(env)
 
     def get(key: str) -> str | None:
         value = getattr(raw, key, None)
