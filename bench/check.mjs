@@ -30,6 +30,10 @@ const { values: args } = parseArgs({ options: {
   src: { type: "string", multiple: true, default: [] },
   // Extra vars for the `relay` variant, repeatable: --var STREAM_WINDOW_MS=80
   var: { type: "string", multiple: true, default: [] },
+  // Only these cells (comma-separated keys), for a quicker comparison of variants.
+  cells: { type: "string" },
+  // Leave out these variants (comma-separated: relay_off, passthrough) for a quicker run.
+  skip: { type: "string", default: "" },
 } });
 const ROUNDS = Number(args.rounds);
 const TARGETS = { r150: 0.6, r50: 1.0, whole: 0.3, delayP50: 60, delayMax: 150, cancelP99: 100 };
@@ -136,7 +140,7 @@ function cells() {
     list.push({ key: "reasoning150", shape: "reasoning", tokens: 600, rate: 150, streams: 6 });
     list.push({ key: "r150x50", shape: "native", tokens: 300, rate: 150, streams: 50 });
   }
-  return list;
+  return args.cells ? list.filter((c) => args.cells.split(",").includes(c.key)) : list;
 }
 
 let nonce = 0;
@@ -206,7 +210,8 @@ async function main() {
   const mf = await miniflareOnWorkerd();
   const model = await startModel();
   const loadBefore = load();
-  const names = ["relay", "relay_off", ...args.src.map((s) => s.slice(0, s.indexOf("="))), "js_reframer", "passthrough"];
+  const skip = args.skip.split(",").filter(Boolean);
+  const names = ["relay", "relay_off", ...args.src.map((s) => s.slice(0, s.indexOf("="))), "js_reframer", "passthrough"].filter((n) => !skip.includes(n));
   const variants = [];
   let ok = true;
   const results = { started: new Date().toISOString(), rounds: ROUNDS, full: args.full, loadBefore, vars: args.var, cells: {} };
@@ -230,8 +235,10 @@ async function main() {
         }
       }
     }
-    say("cancels");
-    results.cancels = { relay: await cancels(by.relay, model.url), relay_off: await cancels(by.relay_off, model.url) };
+    if (!args.cells) {
+      say("cancels");
+      results.cancels = { relay: await cancels(by.relay, model.url), relay_off: await cancels(by.relay_off, model.url) };
+    }
   } finally {
     for (const v of variants) { v.agent.destroy(); await v.mf.dispose().catch(() => {}); }
     model.child.kill();
@@ -266,9 +273,10 @@ async function main() {
     const per = summary.r150?.[name]?.msPer1k / 1000;
     if (base != null && per) table.push(`free plan | ${name} | ${base.toFixed(2)} ms a 10-token request, ${per.toFixed(3)} ms a token at 150 tok/s | ~${Math.max(0, Math.floor(10 + (10 - base) / per))} tokens within 10 ms`);
   }
-  for (const [name, c] of Object.entries(results.cancels)) table.push(`cancel | ${name} | closed ${c.closed}/${c.streams}, never ${c.never} | p50 ${c.p50?.toFixed(1)} ms, p99 ${c.p99?.toFixed(1)} ms, max ${c.max?.toFixed(1)} ms`);
+  for (const [name, c] of Object.entries(results.cancels ?? {})) table.push(`cancel | ${name} | closed ${c.closed}/${c.streams}, never ${c.never} | p50 ${c.p50?.toFixed(1)} ms, p99 ${c.p99?.toFixed(1)} ms, max ${c.max?.toFixed(1)} ms`);
   table.push(`load before / after: ${loadBefore} / ${results.loadAfter}; wall ${results.wallS.toFixed(0)} s; raw: ${path.relative(ROOT, args.out)}`);
   console.log(table.join("\n"));
+  if (args.cells) return ok ? 0 : 1; // a partial run: no verdict on the targets
   // Each ratio is the median over rounds of that round's relay / JS re-framer: the two ran side by
   // side in the same round, under the same load, which a ratio of two medians does not keep.
   const ratio = (key) => median(results.cells[key].relay.map((r, i) => r.msPer1k / results.cells[key].js_reframer[i].msPer1k));
