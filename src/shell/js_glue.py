@@ -102,6 +102,58 @@ def then_caller(on_ok: Any, on_err: Any) -> Callable[[Any], None]:
     return start
 
 
+class ReadAfter:
+    """start(ms): `scheduler.wait(ms)` (none when ms is 0), then `read()`, then `on_ok(result)`
+    or `on_err(reason)`, chained wholly in JS: one call from Python per read, no promise
+    reaching Python, and no entry into Python when the wait ends (a timer calling Python, then
+    Python calling read(), cost ~0.3-0.5 ms of workerd CPU per window: bench/notes/
+    2026-11-28-window-cost.md). read is a JS function that takes no argument (a default
+    reader's bound read); the wait is aborted with `signal`, and then on_err is called, not
+    read. A handler that throws (a proxy already destroyed) is caught, in JS.
+
+    From built-ins only (workerd makes no code from strings): a promise P0, resolved once, is
+    kept in an array [P0] made by JS (`[resolve].map(call.bind(call))`), so it never reaches
+    Python; for each wait, `steps.reduce(applyThen, P0)` over the fixed steps
+    `[[wait], [read], [on_ok, on_err], [undefined, Boolean]]` builds
+    `P0.then(wait).then(read).then(on_ok, on_err).then(undefined, Boolean)`, and
+    `[P0].forEach(reduce.bind(steps, applyThen))` runs it, dropping its promise in JS.
+    Waits are rounded to STEP_MS, so a pipe keeps a handful of such step lists."""
+
+    STEP_MS = 5
+
+    def __init__(self, read: Any, on_ok: Any, on_err: Any, signal: Any) -> None:
+        get = js.Reflect.get
+        arrays = js.Array.prototype
+        call = get(js.Function.prototype, "call")
+        resolve = js_bind(get(js.Promise, "resolve"), js.Promise, None)
+        self._seed = js.Reflect.apply(
+            get(arrays, "map"), js.Array.of(resolve), to_js([js_bind(call, call)])
+        )
+        self._reduce = get(arrays, "reduce")
+        self._for_each = get(arrays, "forEach")
+        self._apply_then = js_bind(
+            get(js.Reflect, "apply"), None, get(js.Promise.prototype, "then")
+        )
+        self._wait = get(js.scheduler, "wait")
+        self._scheduler = js.scheduler
+        self._options = js_object({"signal": signal})
+        self._read = read
+        self._handlers = to_js([on_ok, on_err])
+        self._catch = to_js([None, js.Boolean])
+        self._run = js.Reflect.apply
+        self._starts: dict[int, Any] = {}
+
+    def start(self, seconds: float) -> None:
+        ms = max(0, round(seconds * 1000 / self.STEP_MS) * self.STEP_MS)
+        args = self._starts.get(ms)
+        if args is None:
+            steps = [to_js([self._read]), self._handlers, self._catch]
+            if ms:
+                steps.insert(0, to_js([js_bind(self._wait, self._scheduler, ms, self._options)]))
+            args = self._starts[ms] = to_js([js_bind(self._reduce, to_js(steps), self._apply_then)])
+        self._run(self._for_each, self._seed, args)
+
+
 def js_headers(pairs: tuple[tuple[str, str], ...]) -> Any:
     """A JS Headers object with these (name, value) pairs, repeated names kept."""
     headers = js.Headers.new()

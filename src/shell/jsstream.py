@@ -18,16 +18,13 @@ from typing import Any
 import js
 from pyodide.ffi import create_proxy, to_js
 
-from shell.js_glue import bytes_of, ignore, js_bind, js_object, then_caller, void_caller
+from shell.js_glue import ReadAfter, bytes_of, ignore, js_bind, js_object, void_caller
 from streaming.relay import Failed, Relay
 from streaming.window import Windows
 from surface import census
 
 log = logging.getLogger("jsstream")
 
-# Bytes one windowed read may return: a window of tokens at any rate the models reach, and a
-# whole answer written at once in a few reads.
-READ_BYTES = 65536
 # The window of an answer collected whole (nobody sees its tokens one by one), in seconds.
 WHOLE_WINDOW = 0.25
 
@@ -120,16 +117,15 @@ class RelayPipe:
         self._tick = create_proxy(self.tick)
         self._proxies = [self._on_gone, self._tick]
         self._reader: Any = None  # the windowed reader's, on its branch of the upstream
-        self._wake: Any = None  # the windowed reader's timer, between two reads
+        self._reads: ReadAfter | None = None  # its reads, each after its window
         # A window never holds tokens for more than a quarter of the ping interval: a ping
         # still means nothing was sent for that long, not that tokens waited in a window.
         if window > 0:
             longest = min(max(window, WHOLE_WINDOW) if whole else window, relay.quiet_step)
             self._windows = Windows.steady(longest) if whole else Windows(longest)
-            self._on_wake = create_proxy(self._read)
             self._on_result = create_proxy(self._read_done)
             self._on_error = create_proxy(self._read_failed)
-            self._proxies += [self._on_wake, self._on_result, self._on_error]
+            self._proxies += [self._on_result, self._on_error]
         else:
             self._on_chunk = create_proxy(self._chunk)
             self._on_close = create_proxy(self._upstream_closed)
@@ -187,20 +183,12 @@ class RelayPipe:
         void_caller(js.Reflect.get(js.Response.prototype, "arrayBuffer"), body)(None)
         options = js_object({"signal": self._stop.signal})
         void_caller(js.Reflect.get(drain, "pipeTo"), drain, squeeze.writable, options)(None)
-        self._reader = branches[1].getReader(js_object({"mode": "byob"}))
-        self._read_fn = js.Reflect.get(self._reader, "read")
-        self._then = then_caller(self._on_result, self._on_error)
-        self._read()
-
-    def _read(self, *_: Any) -> None:
-        """One read of the windowed branch; its promise stays in JS (js_glue.then_caller)."""
-        self._wake = None
-        if self._ended:
-            return
-        try:
-            self._then(js_bind(self._read_fn, self._reader, js.Uint8Array.new(READ_BYTES)))
-        except Exception as exc:  # the reader is gone: the stream failed under us
-            self._upstream_failed(str(exc))
+        # A default reader: its read() takes no buffer, so one bound read serves every window
+        # (a read returns all that arrived since the last one, as a BYOB read did: measured).
+        self._reader = branches[1].getReader()
+        read = js_bind(js.Reflect.get(self._reader, "read"), self._reader)
+        self._reads = ReadAfter(read, self._on_result, self._on_error, self._stop.signal)
+        self._reads.start(0)
 
     def _read_failed(self, reason: Any = None, *_: Any) -> None:
         """The read rejected: the upstream failed (a cancel of ours resolves, as done)."""
@@ -219,10 +207,8 @@ class RelayPipe:
             return
         wait = self._windows.after_read(time.monotonic(), data)
         census.window_read(wait > 0)
-        if wait > 0:
-            self._wake = js.setTimeout(self._on_wake, wait * 1000)
-        else:
-            self._read()
+        if self._reads is not None:
+            self._reads.start(wait)
 
     def _cancel_reader(self) -> None:
         """Cancel the windowed branch (its pending read resolves as done)."""
@@ -334,9 +320,6 @@ class RelayPipe:
         if self._timer is not None:
             js.clearTimeout(self._timer)
             self._timer = None
-        if self._wake is not None:
-            js.clearTimeout(self._wake)
-            self._wake = None
         if self._signal is not None:
             self._signal.removeEventListener("abort", self._on_gone)
         if self._left is not None:
