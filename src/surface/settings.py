@@ -93,7 +93,32 @@ def body_limit_for(models: tuple[str, ...]) -> int:
     return window * BODY_BYTES_PER_TOKEN + IMAGE_BODY_BYTES
 
 
+# The last settings made, with every var they were read from and the catalog generation they
+# saw: a request reads the vars again (a few us each) and, when none changed, skips the parse
+# (~0.35 ms of workerd CPU: bench/notes/2026-11-28-window-cost.md). A var changed in the
+# dashboard is seen on the next request, as before. Python values only.
+_LAST: list[tuple[tuple[tuple[str, str | None], ...], int, Settings]] = []
+
+
 def load(lookup: Lookup) -> Settings:
+    """The settings from the vars, or SettingsError naming the var that is wrong."""
+    generation = catalog.generation()
+    if _LAST:
+        read, seen_generation, settings = _LAST[0]
+        if seen_generation == generation and all(lookup(key) == value for key, value in read):
+            return settings
+    seen: dict[str, str | None] = {}
+
+    def recording(key: str) -> str | None:
+        seen[key] = value = lookup(key)
+        return value
+
+    settings = _load(recording)
+    _LAST[:] = [(tuple(seen.items()), generation, settings)]
+    return settings
+
+
+def _load(lookup: Lookup) -> Settings:
     models = _list(lookup, "AI_MODELS") or DEFAULT_MODELS
     default_model = (lookup("AI_DEFAULT_MODEL") or "").strip() or models[0]
     if default_model not in models:

@@ -106,3 +106,42 @@ def test_a_bad_stream_window_names_the_variable(value: str) -> None:
         load(lookup)
     # The shell builds the pipe with the default; the core answers 500 before any model call.
     assert shell_stream_window(lookup) == 0.09
+
+
+def test_settings_are_made_again_only_when_a_var_or_the_catalog_changes() -> None:
+    """load() keeps the last settings with the vars they were read from: the same vars give
+    the same object, any var it read that changed (or the catalog's facts) gives new ones."""
+    from workers_ai import catalog
+
+    catalog.reset()
+    try:
+        values = {"AI_MAX_TOKENS_LIMIT": "2000", "CORS_ALLOWED_ORIGINS": "https://a.example"}
+        first = load(env(dict(values)))
+        assert load(env(dict(values))) is first, "the same vars parsed again"
+        changed = load(env({**values, "CORS_ALLOWED_ORIGINS": "https://b.example"}))
+        assert changed.allowed_origins == ("https://b.example",), changed.allowed_origins
+        unset = load(env({"AI_MAX_TOKENS_LIMIT": "2000"}))
+        assert unset.allowed_origins == (), unset.allowed_origins
+        assert load(env({**values, "STREAM_WINDOW_MS": "40"})).stream_window == 0.04
+        # A bad value is still refused every time, and the good settings are not lost by it.
+        for _ in range(2):
+            with pytest.raises(SettingsError, match="AI_MAX_TOKENS_LIMIT"):
+                load(env({**values, "AI_MAX_TOKENS_LIMIT": "zero"}))
+        again = load(env(dict(values)))
+        assert again.allowed_origins == ("https://a.example",)
+        # The body limit follows the model's context window: new facts make new settings.
+        limit = again.max_body_bytes
+        catalog.loaded(
+            [
+                {
+                    "name": DEFAULT_MODELS[0],
+                    "task": {"name": "Text Generation"},
+                    "properties": [{"property_id": "context_window", "value": "1000"}],
+                }
+            ],
+            now=1.0,
+            every=3600,
+        )
+        assert load(env(dict(values))).max_body_bytes != limit, "catalog facts ignored"
+    finally:
+        catalog.reset()

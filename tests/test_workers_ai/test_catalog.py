@@ -165,3 +165,26 @@ def test_odd_property_values_are_read_safely() -> None:
 def test_refresh_seconds(raw: str | None, seconds: float) -> None:
     env: dict[str, str] = {} if raw is None else {"AI_CATALOG_REFRESH_SECONDS": raw}
     assert catalog.refresh_seconds(env.get) == seconds
+
+
+def test_what_info_keeps_changes_with_the_facts() -> None:
+    """info() is kept per model between requests; a new answer from the catalog (or a reset)
+    replaces it at once, and a failure keeps it."""
+    before = info(GEMMA)
+    assert info(GEMMA) is before, "a second call must not build the facts again"
+    generation = catalog.generation()
+    catalog.loaded([entry(GEMMA, context_window=1000)], now=2.0, every=3600)
+    assert catalog.generation() != generation
+    assert info(GEMMA).context_window == 1000, f"still the old facts: {info(GEMMA)}"
+    catalog.failed("500", now=3.0, every=3600)
+    assert info(GEMMA).context_window == 1000
+    catalog.loaded([entry(GEMMA, context_window=2000)], now=4.0, every=3600)
+    assert info(GEMMA).context_window == 2000
+    catalog.reset()
+    assert info(GEMMA) == before
+
+
+def test_info_keeps_a_bounded_number_of_models() -> None:
+    for i in range(catalog._INFO_MAX * 3):
+        info(f"@cf/odd/model-{i}")
+    assert len(catalog._INFO) <= catalog._INFO_MAX
