@@ -65,43 +65,6 @@ def void_caller(fn: Any, this: Any, *bound: Any) -> Callable[[Any], None]:
     return call
 
 
-def then_caller(on_ok: Any, on_err: Any) -> Callable[[Any], None]:
-    """start(fn): `fn().then(on_ok, on_err)`, made wholly by JS: the promise fn returns never
-    reaches Python, so no Pyodide future is made for it (~35 us, and a Python callback through
-    Pyodide's own then() when it settles: bench/notes/GLUE-NOTES.md). on_ok and on_err are JS
-    functions (proxies); fn is called with one extra argument (an array), which it must ignore.
-
-    From built-ins only (workerd makes no code from strings):
-    `[fn].map(call.bind(call))` calls fn and keeps its promise P in an array; pushing the
-    handlers gives [P, [on_ok, on_err]], and `[[applyThen]].forEach(apply.bind(reduce, that))`
-    runs `that.reduce(applyThen)`, i.e. `Reflect.apply(then, P, [on_ok, on_err])`; forEach
-    drops what reduce returns."""
-    prototype = js.Function.prototype
-    call = js.Reflect.get(prototype, "call")
-    apply = js.Reflect.get(prototype, "apply")
-    arrays = js.Array.prototype
-    map_fn = js.Reflect.get(arrays, "map")
-    reduce_fn = js.Reflect.get(arrays, "reduce")
-    for_each = js.Reflect.get(arrays, "forEach")
-    map_args = to_js([js_bind(call, call)])
-    handlers = to_js([on_ok, on_err])
-    then = js.Reflect.get(js.Promise.prototype, "then")
-    apply_then = js_bind(js.Reflect.get(js.Reflect, "apply"), None, then)
-    box = js.Array.new(1)
-    js.Reflect.set(box, 0, to_js([apply_then]))
-    args = js.Array.new(1)
-    put = js.Reflect.set
-    run = js.Reflect.apply
-
-    def start(fn: Any) -> None:
-        captured = run(map_fn, js.Array.of(fn), map_args)
-        captured.push(handlers)
-        put(args, 0, js_bind(apply, reduce_fn, captured))
-        run(for_each, box, args)
-
-    return start
-
-
 class ReadAfter:
     """start(ms): `scheduler.wait(ms)` (none when ms is 0), then `read()`, then `on_ok(result)`
     or `on_err(reason)`, chained wholly in JS: one call from Python per read, no promise

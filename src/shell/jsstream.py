@@ -173,9 +173,10 @@ class RelayPipe:
         most however long one waits, but a read on a branch of its tee() returns every chunk
         buffered since the last one (measured on workerd: bench/notes/2026-11-25-windows.md).
         The other branch is drained natively, a pipe into a CompressionStream (a kj pump: no
-        JS per chunk; measured cheaper than a DigestStream or a JS WritableStream), aborted with the pipe's own AbortController, so that when the answer ends
-        early both branches are cancelled and the upstream with them. The drain is what makes
-        the tee pull: the windowed branch finds the chunks buffered for it."""
+        JS per chunk; measured cheaper than a DigestStream or a JS WritableStream), aborted
+        with the pipe's own AbortController, so that when the answer ends early both branches
+        are cancelled and the upstream with them. The drain is what makes the tee pull: the
+        windowed branch finds the chunks buffered for it."""
         branches = upstream.tee()
         drain = branches[0]
         squeeze = js.CompressionStream.new("deflate-raw")
