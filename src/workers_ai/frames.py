@@ -64,6 +64,10 @@ _PLAIN_NATIVE = re.compile(
     r'\{"response":"([^"\\\x00-\x1f]*)"(?:,"tool_calls":\[\])?(?:,"p":"[^"\\\x00-\x1f]*")?\}'
 )
 
+# Whole events of that frame, one after another (UpstreamDecoder's batch path): one data line
+# each ("data:" and at most one space, as SSE strips it), ended by a blank line, no CR.
+PLAIN_NATIVE_EVENT = re.compile(r"data: ?" + _PLAIN_NATIVE.pattern + r"\n\n")
+
 # The same for the OpenAI-shaped chunk the reasoning models stream, in their key order, when
 # it carries only text: no tool_calls, usage or finish_reason, and a delta of up to four
 # role/content/reasoning_content/reasoning pairs, each key and value captured (a value is a
@@ -189,6 +193,20 @@ class Frames:
             self.malformed += 1
             return
         self._json_frame(frame, out)
+
+    @property
+    def plain(self) -> bool:
+        """Answer text goes straight to the parts (no <think> scan, [DONE] not seen): what
+        the batch path of UpstreamDecoder needs."""
+        return self._tags is None and not self.done
+
+    def plain_texts(self, texts: list[str], out: Decoded) -> None:
+        """The texts of plain native frames, when ``plain``: what frame() would make of each."""
+        parts = out.parts
+        for text in texts:
+            if text:
+                parts.append((TEXT, text))
+                self.text_seen = True
 
     def release(self, out: Decoded) -> None:
         """The end of the answer: text held back while a <think> tag might be forming."""

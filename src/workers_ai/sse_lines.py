@@ -47,6 +47,11 @@ class LineDecoder:
             self._pending.append(rest)
         return lines
 
+    @property
+    def idle(self) -> bool:
+        """Between lines: nothing of a line is held, and no CR waits for its LF."""
+        return not self._pending and not self._trailing_cr
+
     def flush(self) -> list[str]:
         """End of input: a last line with no line end is still a line."""
         if not self._pending:
@@ -81,6 +86,11 @@ class DataFields:
             elif line == "data":
                 data.append("")
         return events
+
+    @property
+    def idle(self) -> bool:
+        """Between events: no data line of an unfinished event is held."""
+        return not self._data
 
     def flush(self) -> str | None:
         """The data of an event the input ended without its blank line (it still counts)."""

@@ -10,7 +10,16 @@ from __future__ import annotations
 
 import codecs
 
-from workers_ai.frames import TEXT, THINKING, Decoded, Frames, Part, ToolCall, finish_reason
+from workers_ai.frames import (
+    PLAIN_NATIVE_EVENT,
+    TEXT,
+    THINKING,
+    Decoded,
+    Frames,
+    Part,
+    ToolCall,
+    finish_reason,
+)
 from workers_ai.sse_lines import DataFields, LineDecoder
 
 __all__ = ["TEXT", "THINKING", "Decoded", "Part", "ToolCall", "UpstreamDecoder", "finish_reason"]
@@ -40,6 +49,8 @@ class UpstreamDecoder:
         text = self._utf8.decode(chunk)
         if self._bom and text:
             text = self._strip_bom(text)
+        if frames.plain and self._lines.idle and self._fields.idle and "\r" not in text:
+            text = self._plain_events(text, out)
         for payload in self._fields.feed(self._lines.decode(text)):
             frames.frame(payload, out)
             if frames.done:
@@ -67,6 +78,23 @@ class UpstreamDecoder:
         if not frames.done:
             frames.release(out)
         return out
+
+    def _plain_events(self, text: str, out: Decoded) -> str:
+        """The batch path: the whole events at the start of ``text`` that are plain native
+        frames (nearly all of a windowed read), matched one after another by one regular
+        expression, their texts appended as frame() would; returns the rest, for the line
+        path. Per token that is a few Python steps instead of a dozen calls, which is most of
+        the relay's own CPU on workerd (bench/notes/2026-11-28-window-cost.md)."""
+        match = PLAIN_NATIVE_EVENT.match
+        texts: list[str] = []
+        pos = 0
+        while (found := match(text, pos)) is not None:
+            texts.append(found.group(1))
+            pos = found.end()
+        if not texts:
+            return text
+        self.frames.plain_texts(texts, out)
+        return text[pos:]
 
     def _strip_bom(self, text: str) -> str:
         """The first text decoded: without a leading U+FEFF, as SSE reads it."""

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from workers_ai import frames
-from workers_ai.upstream import TEXT, UpstreamDecoder
+from workers_ai.upstream import TEXT, Decoded, UpstreamDecoder
 
 
 def run(chunks: list[bytes]) -> tuple[list[str], UpstreamDecoder, bool]:
@@ -786,3 +786,83 @@ def test_reasoning_tokens_are_kept(frames: list[dict[str, Any]], usage: dict[str
         b"".join(b"data: " + json.dumps(f).encode() + b"\n\n" for f in frames) + b"data: [DONE]\n\n"
     )
     assert decoder.frames.usage == usage
+
+
+# The batch path (UpstreamDecoder._plain_events) must decode exactly as the line path does,
+# whatever precedes, follows or splits the plain frames it takes.
+_BATCH_WIRE = (
+    native("<thi")  # the think-tag scan first: no batch until it is done
+    + native("nk>why</think>A")
+    + b'data: {"response":" plain","tool_calls":[],"p":"abcdef"}\n\n'
+    + b'data:{"response":" nospace"}\n\n'
+    + b'data: {"response":""}\n\n'
+    + b'data: {"response":" esc\\"aped"}\n\n'
+    + b": a comment\n\n"
+    + b'data: {"response":" after"}\n\n'
+    + b'data: {"response":" crlf"}\r\n\r\n'
+    + b'data: {"response":" two"}\ndata: {"response":" lines"}\n\n'
+    + b'event: x\ndata: {"response":" named"}\n\n'
+    + "".join(f'data: {{"response":" t{i}"}}\n\n' for i in range(30)).encode()
+    + b'data: {"response":" \xc3\xa9t\xc3\xa9"}\n\n'
+    + b'data: {"response":"","usage":{"prompt_tokens":3,"completion_tokens":40,"total_tokens":43}}\n\n'
+    + b"data: [DONE]\n\n"
+    + b'data: {"response":" never"}\n\n'
+)
+
+
+def _decoded(
+    chunks: list[bytes], *, batch: bool
+) -> tuple[list[tuple[str, str]], dict[str, object]]:
+    decoder = UpstreamDecoder()
+    if not batch:
+        decoder._plain_events = lambda text, out: text  # type: ignore[method-assign]
+    parts: list[tuple[str, str]] = []
+    for chunk in chunks:
+        parts.extend(decoder.feed(chunk).parts)
+    parts.extend(decoder.flush().parts)
+    frames = decoder.frames
+    facts = {
+        "done": frames.done,
+        "usage": frames.usage,
+        "malformed": frames.malformed,
+        "text_seen": frames.text_seen,
+        "thinking_seen": frames.thinking_seen,
+    }
+    return parts, facts
+
+
+def test_the_batch_path_decodes_as_the_line_path_for_any_split() -> None:
+    import random
+
+    wire = _BATCH_WIRE
+    expected = _decoded([wire], batch=False)
+    assert any(text == " t29" for _, text in expected[0]), expected
+    splits = [[wire]] + [[wire[:at], wire[at:]] for at in range(len(wire) + 1)]
+    rng = random.Random(35)
+    for _ in range(300):
+        cuts = sorted(rng.sample(range(1, len(wire)), rng.randint(2, 12)))
+        splits.append([wire[a:b] for a, b in zip([0, *cuts], [*cuts, len(wire)], strict=True)])
+    for chunks in splits:
+        got = _decoded(chunks, batch=True)
+        assert got == expected, f"reads {[len(c) for c in chunks]}: {got} != {expected}"
+
+
+def test_the_batch_path_takes_a_windowed_read_of_plain_frames() -> None:
+    """A read of many plain frames goes through the batch path (not just the same result)."""
+    decoder = UpstreamDecoder()
+    decoder.feed(native("A"))  # past the think-tag scan
+    taken: list[str] = []
+    batch = decoder._plain_events
+
+    def spy(text: str, out: Decoded) -> str:
+        rest = batch(text, out)
+        taken.append(text[: len(text) - len(rest)])
+        return rest
+
+    decoder._plain_events = spy  # type: ignore[method-assign]
+    read = b"".join(
+        b'data: {"response":" w%d","tool_calls":[],"p":"ab"}\n\n' % i for i in range(14)
+    )
+    out = decoder.feed(read)
+    assert [t for _, t in out.parts] == [f" w{i}" for i in range(14)]
+    assert taken == [read.decode()], taken
