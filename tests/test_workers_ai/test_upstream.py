@@ -821,7 +821,7 @@ def _decoded(
         parts.extend(decoder.feed(chunk).parts)
     parts.extend(decoder.flush().parts)
     frames = decoder.frames
-    facts = {
+    facts: dict[str, object] = {
         "done": frames.done,
         "usage": frames.usage,
         "malformed": frames.malformed,

@@ -57,6 +57,7 @@ async def run(kind: str, n: int, env: Any, ctx: Any, entry: Any) -> str:
             await policy.handle(web, lookup, WorkersAi(env, None), TABLE, limiter=limiter(env))
     elif kind == "limiter":
         lim = limiter(env)
+        assert lim is not None, "no RATE_LIMITER binding"
         for _ in range(n):
             await lim.allow("ip:probe")
     elif kind in ("pipe", "pipe_off", "pipe_bare"):
