@@ -19,7 +19,7 @@ import http from "node:http";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
-import { chatBody, cpuOf, getJson, miniflareOnWorkerd, pool, post, startModel } from "./workerd.mjs";
+import { chatBody, cpuOf, getJson, miniflareOnWorkerd, pool, post, startMiniflare, startModel } from "./workerd.mjs";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const { values: args } = parseArgs({ options: {
@@ -46,19 +46,6 @@ const pct = (xs, p) => { const s = [...xs].sort((a, b) => a - b); return s[Math.
 const say = (...parts) => process.stderr.write(`[check ${new Date().toISOString().slice(11, 19)}] ${parts.join(" ")}\n`);
 const load = () => fs.readFileSync("/proc/loadavg", "utf8").trim();
 
-function childrenOf(pid) {
-  const out = [];
-  for (const entry of fs.readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = fs.readFileSync(`/proc/${entry}/stat`, "utf8");
-      if (Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]) === pid) out.push(Number(entry));
-    } catch { /* gone */ }
-  }
-  return out;
-}
-const comm = (pid) => { try { return fs.readFileSync(`/proc/${pid}/comm`, "utf8").trim(); } catch { return ""; } };
-
 async function options(name, modelUrl) {
   const ai = { binding: "AI", remoteProxyConnectionString: new URL(modelUrl) };
   const workers = path.join(ROOT, "bench", "workers");
@@ -83,11 +70,7 @@ async function options(name, modelUrl) {
 }
 
 async function start(name, modelUrl, mf) {
-  const before = new Set(childrenOf(process.pid));
-  const instance = new mf.Miniflare(mf.convertV4MiniflareOptions({ host: "127.0.0.1", port: 0, log: new mf.Log(mf.LogLevel.WARN), ...(await options(name, modelUrl)) }));
-  const url = await instance.ready;
-  const fresh = childrenOf(process.pid).filter((p) => !before.has(p));
-  const pid = fresh.find((p) => comm(p).startsWith("workerd")) ?? fresh[0];
+  const { instance, url, pid } = await startMiniflare(mf, await options(name, modelUrl), name);
   const isRelay = name.startsWith("relay") || args.src.some((s) => s.startsWith(`${name}=`));
   return { name, mf: instance, base: url, url: new URL(isRelay ? "/api/v1/chat" : "/", url), pid, isRelay,
     agent: new http.Agent({ keepAlive: true, maxSockets: Infinity }) };

@@ -63,6 +63,39 @@ function comm(pid) {
   try { return fs.readFileSync(`/proc/${pid}/comm`, "utf8").trim(); } catch { return ""; }
 }
 
+/** A Miniflare instance on workerd, started from these (v4-shaped) options, with the pid of the
+ * workerd process it started (the one whose CPU the benches read). */
+export async function startMiniflare(mf, options, label = options.name ?? "a Worker") {
+  const before = new Set(childrenOf(process.pid));
+  const instance = new mf.Miniflare(mf.convertV4MiniflareOptions({ host: "127.0.0.1", port: 0, log: new mf.Log(mf.LogLevel.WARN), ...options }));
+  const url = await instance.ready;
+  const fresh = childrenOf(process.pid).filter((p) => !before.has(p));
+  const pid = fresh.find((p) => comm(p).startsWith("workerd")) ?? fresh[0];
+  if (!pid) throw new Error(`no workerd process found for ${label}`);
+  return { instance, url, pid, comm: comm(pid) };
+}
+
+/** The probes' loop (bench/probes): POST {kind, n} to `url` for each kind, `rounds` times, and
+ * give each kind's µs of the workerd process's CPU per step, a figure per round (after one
+ * warm-up request of `warm` steps each). */
+export async function stepCosts({ url, pid, kinds, n, rounds, warm }) {
+  const run = async (kind, count) => {
+    const r = await fetch(url, { method: "POST", body: JSON.stringify({ kind, n: count }) });
+    const text = await r.text();
+    if (r.status !== 200) throw new Error(`${kind}: ${r.status} ${text.slice(0, 500)}`);
+  };
+  for (const kind of kinds) await run(kind, warm);
+  const rows = {};
+  for (let round = 0; round < rounds; round++) {
+    for (const kind of kinds) {
+      const before = cpuOf(pid).ms;
+      await run(kind, n);
+      (rows[kind] ??= []).push(((cpuOf(pid).ms - before) * 1000) / n);
+    }
+  }
+  return rows;
+}
+
 /** CPU of a process so far: ticks (utime+stime, 10 ms) and ns (its threads' run time). */
 export function cpuOf(pid) {
   const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
@@ -140,18 +173,14 @@ async function variantOptions(name, modelUrl) {
 const PATHS = { python_relay: "/api/v1/chat", python_relay_before: "/api/v1/chat", passthrough: "/", js_identity: "/", js_reframer: "/", ...Object.fromEntries(Object.keys(EXTRA_SRC).map((k) => [k, "/api/v1/chat"])) };
 
 export async function startVariant(name, modelUrl, Miniflare, Log, LogLevel) {
-  const before = new Set(childrenOf(process.pid));
   const started = performance.now();
   // miniflare 5 takes its own options; convertV4MiniflareOptions reads the v4 shape used here.
   const { convertV4MiniflareOptions } = await import("miniflare");
-  const mf = new Miniflare(convertV4MiniflareOptions({ host: "127.0.0.1", port: 0, log: new Log(LogLevel.WARN), ...(await variantOptions(name, modelUrl)) }));
-  const url = await mf.ready;
+  const options = await variantOptions(name, modelUrl);
+  const { instance: mf, url, pid, comm: command } = await startMiniflare({ Miniflare, Log, LogLevel, convertV4MiniflareOptions }, options, name);
   const readyMs = performance.now() - started;
-  const fresh = childrenOf(process.pid).filter((p) => !before.has(p));
-  const pid = fresh.find((p) => comm(p).startsWith("workerd")) ?? fresh[0];
-  if (!pid) throw new Error(`no workerd process found for ${name}`);
   const agent = new http.Agent({ keepAlive: true, maxSockets: Infinity });
-  return { name, mf, url: new URL(PATHS[name] ?? "/", url), pid, comm: comm(pid), agent, readyMs };
+  return { name, mf, url: new URL(PATHS[name] ?? "/", url), pid, comm: command, agent, readyMs };
 }
 
 // ---------------------------------------------------------------- requests

@@ -7,7 +7,7 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
-import { cpuOf, miniflareOnWorkerd, startModel } from "../workerd.mjs";
+import { miniflareOnWorkerd, startMiniflare, startModel, stepCosts } from "../workerd.mjs";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
 const { values: args } = parseArgs({ options: { src: { type: "string", default: path.join(ROOT, "src") }, n: { type: "string", default: "200" }, rounds: { type: "string", default: "3" }, kinds: { type: "string", default: "noop,settings,env_objects,models,limiter,response_only,pipe_off,pipe,pipe_bare" } } });
@@ -23,22 +23,9 @@ const mf = await miniflareOnWorkerd();
 const model = await startModel();
 const launch = await import(pathToFileURL(path.join(ROOT, "local", "launch.mjs")).href);
 const base = await launch.workerOptions({ vars: { LOCAL_DEV_STATS: "1" }, modelUrl: model.url, ratelimit: { "*": { limit: 1000000000, period: 60 } } });
-const instance = new mf.Miniflare(mf.convertV4MiniflareOptions({ host: "127.0.0.1", port: 0, log: new mf.Log(mf.LogLevel.WARN), ...base, ...launch.pythonModules(entry) }));
-const url = new URL("/__probe", await instance.ready);
-const kids = fs.readdirSync("/proc").filter((e) => /^\d+$/.test(e)).filter((e) => { try { const st = fs.readFileSync(`/proc/${e}/stat`, "utf8"); return Number(st.slice(st.lastIndexOf(")") + 2).split(" ")[1]) === process.pid && fs.readFileSync(`/proc/${e}/comm`, "utf8").startsWith("workerd"); } catch { return false; } });
-const pid = Number(kids.at(-1));
-const run = async (kind, n) => { const r = await fetch(url, { method: "POST", body: JSON.stringify({ kind, n }) }); const t = await r.text(); if (r.status !== 200) throw new Error(`${kind}: ${r.status} ${t.slice(0, 500)}`); };
-const kinds = args.kinds.split(",");
+const { instance, url: origin, pid } = await startMiniflare(mf, { ...base, ...launch.pythonModules(entry) });
 try {
-  for (const kind of kinds) await run(kind, 5);
-  const rows = {};
-  for (let round = 0; round < Number(args.rounds); round++) {
-    for (const kind of kinds) {
-      const a = cpuOf(pid).ms;
-      await run(kind, Number(args.n));
-      (rows[kind] ??= []).push(((cpuOf(pid).ms - a) * 1000) / Number(args.n));
-    }
-  }
+  const rows = await stepCosts({ url: new URL("/__probe", origin), pid, kinds: args.kinds.split(","), n: Number(args.n), rounds: Number(args.rounds), warm: 5 });
   for (const [kind, us] of Object.entries(rows)) console.log(`${kind.padEnd(16)} ${us.map((u) => u.toFixed(0)).join(" / ")} µs`);
 } finally {
   await instance.dispose();
