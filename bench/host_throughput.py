@@ -14,9 +14,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 
-from doors.chat.chat_events import ChatEncoder
+from common.chat_events import ChatEncoder
 from streaming.relay import Relay, Timing
-from workers_ai.upstream import UpstreamDecoder
+from streaming.upstream import UpstreamDecoder
 
 TIMING = Timing(ping_after=15, give_up_after=60)
 WORDS = ["stream", "edge", "token", "relay", "python", "worker", "event", "byte"]

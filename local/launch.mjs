@@ -100,7 +100,7 @@ export function runtimeLogs(onFatal) {
   };
 }
 
-// Every .py under the main module's folder, packages included (names like "workers_ai/frames.py",
+// Every .py under the main module's folder, packages included (names like "streaming/frames.py",
 // as wrangler's **/*.py rule uploads them), the main module first: workerd runs the first module.
 // Every .bin is a Data module, as wrangler's default **/*.bin rule uploads it: a Python Worker
 // reads it as a file beside its modules (the token table of /v1/embeddings).

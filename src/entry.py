@@ -19,6 +19,15 @@ import js
 from pyodide.ffi import to_js
 from workers import Response, WorkerEntrypoint
 
+from base.errors import ApiError
+from base.settings import (
+    BODY_TIMEOUT_DEFAULT,
+    Lookup,
+    SettingsError,
+    body_timeout,
+    shell_stream_window,
+)
+from routes import TABLE
 from shell.bindings import (
     DurableConversations,
     DurableOwnerIndexes,
@@ -40,7 +49,6 @@ from shell.response_object import StoredResponse  # noqa: F401
 from streaming.relay import OneShot, Relay, relay_whole
 from surface import policy, rate_limit, routing
 from surface.census import live_streams
-from surface.errors import ApiError
 from surface.request_log import (
     CURRENT,
     HASH_KEY_VAR,
@@ -50,14 +58,6 @@ from surface.request_log import (
     redacted,
     request_id,
     route_of,
-)
-from surface.routes import TABLE
-from surface.settings import (
-    BODY_TIMEOUT_DEFAULT,
-    Lookup,
-    SettingsError,
-    body_timeout,
-    shell_stream_window,
 )
 from surface.web import Forwarded, WebRequest, WebResponse
 

@@ -11,12 +11,12 @@ from typing import Any
 
 from host_driver import drain
 
+from base.settings import Settings
 from streaming.relay import Relay, Source
+from streaming.think_tags import Part
 from surface.routing import Context
-from surface.settings import Settings
 from surface.web import WebRequest
 from workers_ai.service import RunOptions
-from workers_ai.think_tags import Part
 
 STALL = object()
 

@@ -10,8 +10,8 @@ from typing import Any
 from fakes import FakeLimiter, FakeModel, FakeSource, frames
 from host_driver import drive
 
+from routes import TABLE
 from surface.policy import handle
-from surface.routes import TABLE
 from surface.web import Relayed, WebRequest, WebResponse
 
 URL = "https://chat.example.dev"

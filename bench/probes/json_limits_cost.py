@@ -13,8 +13,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
 
+from base.errors import ApiError
 from checks.json_limits import check
-from surface.errors import ApiError
 
 
 def messages(text: str, count: int = 50) -> bytes:

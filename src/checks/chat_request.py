@@ -9,12 +9,12 @@ from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from base import catalog
+from base.errors import ApiError, clip, invalid, json_shown, shown
+from base.settings import Settings
 from checks import json_limits
 from checks.messages import CHAT, parse_conversation
 from streaming.stop import parse_stop
-from surface.errors import ApiError, clip, invalid, json_shown, shown
-from surface.settings import Settings
-from workers_ai import catalog
 
 CHAT_FIELDS = ("messages", "model", "max_tokens", "temperature", "reasoning_effort", "stop")
 TEMPERATURE_RANGE = (0.0, 5.0)  # what Workers AI text models accept

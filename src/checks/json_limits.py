@@ -17,7 +17,7 @@ from __future__ import annotations
 from itertools import accumulate, count
 from operator import sub
 
-from surface.errors import ApiError
+from base.errors import ApiError
 
 MAX_DEPTH = 32  # our bodies need 4; JSON schemas for tools rarely pass 10
 MAX_NUMBER_DIGITS = 100  # any double prints in 17 significant digits and an exponent of 3

@@ -19,10 +19,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from base.catalog import ModelInfo
+from base.errors import ApiError, clip, invalid, shown
+from base.settings import Settings
 from checks import images
-from surface.errors import ApiError, clip, invalid, shown
-from surface.settings import Settings
-from workers_ai.catalog import ModelInfo
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -15,16 +15,17 @@ from typing import Any
 import js
 from pyodide.ffi import JsException, to_js
 
+from base import catalog
+from base import settings as config
+from base.errors import ApiError, ClientGone
+from base.settings import Lookup
 from shell.js_glue import js_bind, js_object
 from shell.jsstream import JsByteSource, RelayPipe
 from streaming.relay import OneShot, Relay, Source, Upstream
 from surface import rate_limit
-from surface import settings as config
-from surface.errors import ApiError, ClientGone
 from surface.request_log import RequestLog
-from surface.settings import Lookup
 from surface.web import Forwarded, WebResponse
-from workers_ai import catalog, gateway, service, upstream_errors
+from workers_ai import gateway, service, upstream_errors
 
 # The header that tells a conversation's Durable Object its own id.
 ID_HEADER = "x-conversation-id"

@@ -24,16 +24,16 @@ import js
 from pyodide.ffi import create_proxy, to_js
 from workers import DurableObject, Response
 
+from base import settings as config
+from base.errors import ApiError
+from common.conversation_store import Store, parse_event_id
+from common.owners import same_owner
 from doors.conversations.conversation_room import Room
-from doors.conversations.conversation_store import Store, parse_event_id
 from doors.conversations.conversation_turn import Reply
-from doors.conversations.owners import same_owner
 from shell.bindings import ID_HEADER, OWNER_HEADER, WorkersAi
 from shell.js_glue import DurableSql, js_headers, void_caller
 from shell.jsstream import JsByteSource, RelayPipe
 from streaming.relay import Relay, Source
-from surface import settings as config
-from surface.errors import ApiError
 from surface.request_log import HASH_KEY_VAR, id_hash, redacted
 from surface.web import JSON_HEADERS, SSE_HEADERS
 from workers_ai import service

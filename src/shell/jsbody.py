@@ -23,8 +23,8 @@ from typing import Any
 import js
 from pyodide.ffi import JsException
 
+from base.errors import ApiError, ClientGone, body_timeout, malformed_body
 from shell.js_glue import js_bind, js_object
-from surface.errors import ApiError, ClientGone, body_timeout, malformed_body
 
 log = logging.getLogger("jsbody")
 

@@ -11,9 +11,9 @@ from urllib.parse import urlsplit
 
 from workers import DurableObject, Response
 
-from doors.conversations.owners import OwnerIndex
+from base.errors import ApiError
+from common.owners import OwnerIndex
 from shell.js_glue import DurableSql, js_headers
-from surface.errors import ApiError
 from surface.request_log import redacted
 from surface.web import JSON_HEADERS
 

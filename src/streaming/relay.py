@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from streaming.stop import StopScanner
-from workers_ai.upstream import TEXT, Part, ToolCall, UpstreamDecoder
+from streaming.upstream import TEXT, Part, ToolCall, UpstreamDecoder
 
 
 class Source(Protocol):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from surface.errors import invalid
+from base.errors import invalid
 
 MAX_STOPS = 16
 MAX_STOP_CHARS = 256

@@ -12,8 +12,8 @@ import json
 import weakref
 from typing import Any
 
+from base.settings import Lookup
 from surface.routing import Api, Route, Shell, app_error
-from surface.settings import Lookup
 from surface.web import JSON_HEADERS, WebRequest, WebResponse
 
 # Alive while their proxies are: a leaked proxy keeps its owner here.

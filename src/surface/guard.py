@@ -11,11 +11,11 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+from base.errors import ApiError
+from base.settings import Lookup
 from surface import rate_limit
 from surface.api_keys import SECRET, Keys, bearer, rate_key
-from surface.errors import ApiError
 from surface.rate_limit import Limiter
-from surface.settings import Lookup
 from surface.web import WebRequest, origin_of
 
 log = logging.getLogger("guard")

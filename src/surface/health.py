@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from surface import settings as config
+from base import catalog
+from base import settings as config
+from base.settings import Lookup, SettingsError
+from base.version import VERSION
 from surface.routing import Api, Route, Shell, app_error
-from surface.settings import Lookup, SettingsError
-from surface.version import VERSION
 from surface.web import WebRequest, WebResponse, json_response
-from workers_ai import catalog
 
 PATH = "/api/v1/health"
 

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import logging
 
-from surface import settings as config
+from base import settings as config
+from base.errors import ApiError, clip
+from base.settings import Lookup, SettingsError
 from surface.api_keys import key_id
-from surface.errors import ApiError, clip
 from surface.guard import guard
 from surface.rate_limit import Limiter
 from surface.request_log import redacted
@@ -26,7 +27,6 @@ from surface.routing import (
     app_error,
     not_allowed,
 )
-from surface.settings import Lookup, SettingsError
 from surface.web import API_HEADERS, Headers, WebRequest, WebResponse, origin_of, without_body
 from workers_ai.service import ChatModel
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Protocol
 
-from surface.errors import ApiError
+from base.errors import ApiError
 
 BINDING = "RATE_LIMITER"
 # Clients presenting a valid API key are counted per key on this one (a higher limit: an

@@ -8,10 +8,10 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from base.errors import ApiError, clip
+from base.settings import Lookup, Settings
 from checks.chat_request import check_content_type, parse_json, read_body
-from surface.errors import ApiError, clip
 from surface.guard import KEY_ONLY, Access
-from surface.settings import Lookup, Settings
 from surface.web import WebRequest, WebResponse, json_response
 from workers_ai.service import ChatModel
 

@@ -17,9 +17,9 @@ import json
 import math
 from typing import Any
 
-from surface.errors import ApiError
-from workers_ai import catalog
-from workers_ai.catalog import CONTEXT_WINDOWS
+from base import catalog
+from base.catalog import CONTEXT_WINDOWS
+from base.errors import ApiError
 
 __all__ = ["CONTEXT_WINDOWS", "check", "estimate", "fits"]
 

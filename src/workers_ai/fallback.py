@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from workers_ai import catalog
+from base import catalog
 
 # Inputs whose shape depends on the model's input schema (openai_params, openai_compat).
 _SCHEMA_BOUND = ("response_format", "min_p")

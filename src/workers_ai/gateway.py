@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from surface.settings import Lookup
+from base.settings import Lookup
 
 VAR = "AI_GATEWAY_ID"
 CACHE_TTL_VAR = "AI_GATEWAY_CACHE_TTL"

@@ -11,6 +11,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from base import catalog
+from base.errors import ApiError, ClientGone
+from base.settings import Settings
 from checks.chat_request import well_formed_json
 from streaming.relay import (
     Encoder,
@@ -23,10 +26,8 @@ from streaming.relay import (
     Upstream,
     relay_whole,
 )
-from surface.errors import ApiError, ClientGone
-from surface.settings import Settings
 from surface.web import SSE_HEADERS, Relayed, WebResponse
-from workers_ai import affinity, budget, catalog, fallback, upstream_errors
+from workers_ai import affinity, budget, fallback, upstream_errors
 
 log = logging.getLogger("service")
 

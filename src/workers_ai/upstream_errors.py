@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from surface.errors import ApiError
+from base.errors import ApiError
 
 CAPACITY_RETRY_SECONDS = 10
 DAY = 86_400

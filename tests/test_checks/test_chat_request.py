@@ -5,9 +5,9 @@ from collections.abc import AsyncIterator
 import pytest
 from cases import CASES
 
+from base.errors import ApiError
+from base.settings import load
 from checks.chat_request import ChatRequest, check_content_type, parse_chat, parse_json, read_body
-from surface.errors import ApiError
-from surface.settings import load
 
 SETTINGS = load({"AI_MODELS": "@cf/a/one,@cf/b/two"}.get)
 

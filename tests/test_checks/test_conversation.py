@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
+from base import catalog
+from base.errors import ApiError
+from base.settings import load
 from checks.messages import CHAT, OPENAI, Dialect, parse_conversation
-from surface.errors import ApiError
-from surface.settings import load
-from workers_ai import catalog
 
 SETTINGS = load(
     {"AI_MODELS": "m", "MAX_MESSAGE_CHARS": "40", "MAX_IMAGES": "2", "MAX_IMAGE_BYTES": "1024"}.get

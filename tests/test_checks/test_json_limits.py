@@ -3,9 +3,9 @@ import random
 
 import pytest
 
+from base.errors import ApiError
 from checks import json_limits
 from checks.json_limits import MAX_DEPTH, MAX_NUMBER_DIGITS, check, deepest, outside_strings
-from surface.errors import ApiError
 
 
 def reference_depth(brackets: bytes) -> int:

@@ -18,8 +18,8 @@ import pytest
 from fakes import FakeLimiter, FakeModel, frames
 from fuzz import DOORS, HISTORY, MESSAGE, body_for, problem
 
+from routes import TABLE
 from surface.policy import handle
-from surface.routes import TABLE
 from surface.web import WebRequest, WebResponse, json_response
 
 ENV = {"AI_MODELS": "@cf/google/gemma-4-26b-a4b-it,@cf/openai/gpt-oss-20b"}

@@ -18,10 +18,10 @@ from fakes import FakeLimiter, FakeModel, FakeSource, frames
 from fuzz import CHAT, COMPLETIONS, bodies, problem
 from host_driver import drive
 
-from doors.openai_chat import openai_params
+from common import openai_params
+from routes import TABLE
 from streaming.relay import OneShot, relay_whole
 from surface.policy import handle
-from surface.routes import TABLE
 from surface.web import Relayed, WebRequest, WebResponse
 
 COUNT = int(os.environ.get("FUZZ_COUNT", "3000"))

@@ -7,8 +7,7 @@ import re
 import tomllib
 from pathlib import Path
 
-from surface import settings
-from workers_ai import catalog
+from base import catalog, settings
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]

@@ -15,7 +15,7 @@ import tiktoken
 from conftest import ROOT, Runtime, expected_tokens, expected_wire
 from conftest import builtin_vectors as expected
 
-from surface import settings
+from base import settings
 
 pytestmark = pytest.mark.runtime
 

@@ -3,9 +3,9 @@ import asyncio
 from fakes import STALL, FakeSource, frames
 from host_driver import drive
 
-from doors.chat.chat_events import ChatEncoder
+from common.chat_events import ChatEncoder
 from streaming.relay import Failed, Finished, Relay, Timing
-from workers_ai.upstream import Part, ToolCall
+from streaming.upstream import Part, ToolCall
 
 FAST = Timing(ping_after=10.0, give_up_after=20.0)
 USAGE = {"prompt_tokens": 1, "completion_tokens": 2, "total_tokens": 3}

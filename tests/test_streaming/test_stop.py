@@ -6,10 +6,10 @@ import json
 
 import pytest
 
+from base.errors import ApiError
 from streaming.relay import Relay, Timing
 from streaming.stop import StopScanner, parse_stop
-from surface.errors import ApiError
-from workers_ai.think_tags import TEXT, THINKING, Part
+from streaming.think_tags import TEXT, THINKING, Part
 
 # Continue's autocomplete sends six of these; LangChain's stop= any list.
 SIX = ("\n\n", "```", "<|im_end|>", "</s>", "\nUser:", "END")

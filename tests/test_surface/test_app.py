@@ -6,8 +6,8 @@ import pytest
 from fakes import FakeLimiter, FakeModel, frames
 from host_app import URL, call, request
 
+from routes import TABLE
 from surface.policy import handle
-from surface.routes import TABLE
 from surface.web import API_HEADERS, Relayed, WebResponse
 from workers_ai.service import UpstreamFailure
 

@@ -4,8 +4,8 @@ from collections.abc import AsyncIterator
 import pytest
 from fakes import FakeLimiter
 
+from base.errors import ApiError
 from surface.api_keys import rate_key
-from surface.errors import ApiError
 from surface.guard import KEY_ONLY, OPEN, PAGE_OR_KEY, Access, from_own_page, guard
 from surface.web import WebRequest
 

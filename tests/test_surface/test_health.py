@@ -7,11 +7,11 @@ import json
 
 from fakes import FakeModel, no_body
 
+from base.settings import Lookup
+from routes import TABLE
 from surface import policy
 from surface.census import STATS_PATH
 from surface.health import PATH, health
-from surface.routes import TABLE
-from surface.settings import Lookup
 from surface.web import WebRequest, WebResponse
 
 

@@ -6,7 +6,7 @@ import httpx
 import pytest
 from conftest import Runtime
 
-from surface.routes import TABLE
+from routes import TABLE
 
 pytestmark = pytest.mark.runtime
 

@@ -9,10 +9,10 @@ import logging
 
 import pytest
 
-from doors.chat.chat_events import ChatEncoder
+from base.errors import ApiError
+from common.chat_events import ChatEncoder
 from doors.openai_chat.openai_compat import openai_error
 from streaming.relay import OneShot, Relay, Timing, relay_whole
-from surface.errors import ApiError
 from surface.request_log import (
     CURRENT,
     JsonLines,

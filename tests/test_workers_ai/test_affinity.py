@@ -4,8 +4,8 @@ import json
 from fakes import FakeLimiter, FakeModel, frames
 from host_app import request
 
+from routes import TABLE
 from surface.policy import handle
-from surface.routes import TABLE
 from workers_ai.affinity import conversation_key, key
 
 FIRST = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}]

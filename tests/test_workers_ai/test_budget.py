@@ -1,6 +1,6 @@
 import pytest
 
-from surface.errors import ApiError
+from base.errors import ApiError
 from workers_ai.budget import CONTEXT_WINDOWS, check, estimate
 
 LLAMA = "@cf/meta/llama-3.1-8b-instruct"

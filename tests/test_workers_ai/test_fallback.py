@@ -12,8 +12,8 @@ from fakes import FakeLimiter, FakeModel, frames
 from host_app import request
 from host_driver import drive
 
+from routes import TABLE
 from surface.policy import handle
-from surface.routes import TABLE
 from surface.web import Relayed, WebResponse
 from workers_ai.service import RunOptions, UpstreamFailure
 

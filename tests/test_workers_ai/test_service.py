@@ -8,9 +8,9 @@ import asyncio
 import pytest
 from fakes import STALL, FakeModel, frames
 
-from doors.openai_chat.openai_events import Collector
-from surface.errors import ApiError
-from surface.settings import load
+from base.errors import ApiError
+from base.settings import load
+from common.openai_events import Collector
 from workers_ai.service import Answered, Asked, Call, answers_whole, summed_usage
 
 GEMMA = "@cf/google/gemma-4-26b-a4b-it"  # a context window the catalog knows

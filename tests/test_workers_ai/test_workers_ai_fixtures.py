@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 from fakes import merged
 
-from doors.chat.chat_events import ChatEncoder
-from doors.openai_chat.openai_events import Collector, CompletionEncoder
+from common.chat_events import ChatEncoder
+from common.openai_events import Collector, CompletionEncoder
 from streaming.relay import Encoder, Finished, Relay, Timing
-from workers_ai.upstream import TEXT, THINKING, Part, UpstreamDecoder
+from streaming.upstream import TEXT, THINKING, Part, UpstreamDecoder
 
 HERE = Path(__file__).resolve().parents[1] / "fixtures" / "workers_ai"
 TIMING = Timing(ping_after=15.0, give_up_after=60.0)

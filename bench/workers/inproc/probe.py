@@ -9,12 +9,12 @@ from typing import Any
 
 import js
 
-from doors.chat.chat_events import ChatEncoder
+from base import settings as config
+from common.chat_events import ChatEncoder
+from routes import TABLE
 from shell.bindings import WorkersAi, env_lookup, js_env, limiter
 from shell.jsstream import RelayPipe
 from surface import policy
-from surface import settings as config
-from surface.routes import TABLE
 from surface.web import WebRequest
 from workers_ai.service import new_relay
 

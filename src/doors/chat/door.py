@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from base import catalog
+from base.version import VERSION
 from checks.chat_request import parse_chat
-from doors.chat.chat_events import ChatEncoder
+from common.chat_events import ChatEncoder
 from surface.guard import PAGE_OR_KEY
 from surface.routing import Api, Context, Route, app_error, parse_body
-from surface.version import VERSION
 from surface.web import SSE_HEADERS, Relayed, WebResponse, json_response
-from workers_ai import affinity, catalog
+from workers_ai import affinity
 from workers_ai.service import new_relay, open_answer
 
 

@@ -7,12 +7,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from doors.openai_chat.openai_events import Collector, error_frame, openai_usage
+from common.openai_events import Collector, error_frame, openai_usage
 from streaming.relay import Failed, Finished
 from streaming.sse import PING
 from streaming.sse import dumps as _dumps
 from streaming.sse import json_string as _string
-from workers_ai.upstream import TEXT, Part, ToolCall
+from streaming.upstream import TEXT, Part, ToolCall
 
 # OpenAI's finish reasons for a completion; a tool call (never asked for) reads as a stop.
 FINISH_REASONS = ("stop", "length", "content_filter")

@@ -23,13 +23,13 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+from base.errors import invalid, json_shown
 from checks.chat_request import parse_max_tokens, parse_model
+from common import openai_params
+from common.openai_events import Collector
 from doors.completions.completion_events import TextCompletionEncoder, text_completion
-from doors.openai_chat import openai_params
 from doors.openai_chat.openai_compat import openai_error, stream_options, streamed
-from doors.openai_chat.openai_events import Collector
 from streaming.stop import parse_stop
-from surface.errors import invalid, json_shown
 from surface.routing import Api, Context, Route, parse_body
 from surface.web import WebResponse, json_response
 from workers_ai import affinity, service

@@ -21,6 +21,8 @@ import time
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from base import catalog
+from base.errors import ApiError
 from checks.chat_request import (
     CHAT_FIELDS,
     check_content_type,
@@ -32,13 +34,11 @@ from checks.chat_request import (
     well_formed_json,
 )
 from checks.messages import CHAT, parse_conversation
-from doors.conversations import owners
-from doors.conversations.conversation_store import parse_event_id
-from surface.errors import ApiError
+from common import owners
+from common.conversation_store import parse_event_id
 from surface.guard import PAGE_OR_KEY
 from surface.routing import Api, Context, Conversations, Route, app_error, parse_body
 from surface.web import WebResponse, json_response
-from workers_ai import catalog
 
 PREFIX = "/api/v1/conversations"
 _ID = "[0-9a-f]{32}"

@@ -9,9 +9,13 @@ import logging
 import time
 from typing import Any
 
+from base import catalog
+from base.catalog import ModelInfo
+from base.errors import ApiError, ClientGone
+from base.settings import Settings
 from checks.chat_request import ChatRequest
-from doors.chat.chat_events import DONE, ChatEncoder
-from doors.conversations.conversation_store import (
+from common.chat_events import DONE, ChatEncoder
+from common.conversation_store import (
     Event,
     Store,
     message_bytes,
@@ -27,10 +31,7 @@ from doors.conversations.conversation_turn import (
     answer_of,
 )
 from streaming.relay import Finished, OneShot, Relay, relay_whole
-from surface.errors import ApiError, ClientGone
-from surface.settings import Settings
-from workers_ai import catalog, service
-from workers_ai.catalog import ModelInfo
+from workers_ai import service
 
 log = logging.getLogger("conversation")
 

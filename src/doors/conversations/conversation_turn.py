@@ -26,16 +26,16 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from doors.chat.chat_events import DONE, ChatEncoder, error_event
-from doors.conversations.conversation_store import (
+from common.chat_events import DONE, ChatEncoder, error_event
+from common.conversation_store import (
     Event,
     Store,
     split_events,
     utf8_len,
 )
 from streaming.relay import Failed, Finished, Relay, Source
+from streaming.think_tags import TEXT, Part
 from workers_ai.service import Opened
-from workers_ai.think_tags import TEXT, Part
 
 log = logging.getLogger("conversation")
 

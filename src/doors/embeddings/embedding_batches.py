@@ -19,11 +19,12 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from typing import TypeVar
 
+from base import catalog
+from base.errors import ApiError
+from base.settings import Settings
 from doors.embeddings.embedding_vectors import Part, part
 from streaming.relay import OneShot
-from surface.errors import ApiError
-from surface.settings import Settings
-from workers_ai import catalog, fallback
+from workers_ai import fallback
 from workers_ai.service import ChatModel, open_answer
 
 # Calls under way at once: on workerd four were as fast as six against a model that takes 150 ms

@@ -10,7 +10,7 @@ import struct
 from dataclasses import dataclass
 from typing import Any
 
-from surface.errors import ApiError
+from base.errors import ApiError
 from workers_ai import budget
 
 FLOAT = "float"

@@ -17,15 +17,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from base import catalog
+from base.errors import ApiError, invalid, json_shown, shown
+from base.settings import Settings
+from common.openai_params import unsupported
 from doors.embeddings import embedding_batches, token_ids
 from doors.embeddings.embedding_vectors import ENCODINGS, FLOAT, embedding_list
 from doors.openai_chat.openai_compat import openai_error
-from doors.openai_chat.openai_params import unsupported
-from surface.errors import ApiError, invalid, json_shown, shown
 from surface.routing import Api, Context, Route, parse_body
-from surface.settings import Settings
 from surface.web import WebResponse, json_response
-from workers_ai import affinity, budget, catalog
+from workers_ai import affinity, budget
 
 # Texts in one request, and tokens in all of them: OpenAI's limits (2,048 inputs, 300,000 tokens
 # summed; LangChain's OpenAIEmbeddings sends up to 1,000 texts and 300,000 tokens by default).

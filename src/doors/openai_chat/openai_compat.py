@@ -15,19 +15,20 @@ from functools import partial
 from typing import Any, Protocol
 from urllib.parse import unquote
 
+from base import catalog
+from base.errors import ApiError, clip, invalid
+from base.settings import Settings
+from base.version import RELEASED
 from checks.chat_request import parse_max_tokens, parse_model, parse_reasoning_effort
 from checks.messages import OPENAI, parse_conversation
-from doors.openai_chat import openai_params
-from doors.openai_chat.openai_events import Collector, CompletionEncoder, openai_usage
-from doors.openai_chat.openai_messages import parse_tool_choice, parse_tools
+from common import openai_params
+from common.openai_events import Collector, CompletionEncoder, openai_usage
+from common.openai_messages import parse_tool_choice, parse_tools
 from streaming.relay import Encoder
 from streaming.stop import parse_stop
-from surface.errors import ApiError, clip, invalid
 from surface.routing import Api, Context, Route, parse_body
-from surface.settings import Settings
-from surface.version import RELEASED
 from surface.web import WebResponse, json_response
-from workers_ai import affinity, catalog, service
+from workers_ai import affinity, service
 
 ERROR_TYPES = {403: "permission_error", 404: "not_found_error", 429: "rate_limit_error"}
 # OpenAI's own 404 for a model id is an invalid request, not a missing route.

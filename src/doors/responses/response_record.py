@@ -11,8 +11,8 @@ so an owner cannot learn that another owner's response exists.
 
 from __future__ import annotations
 
-from doors.conversations.conversation_store import PART_CHARS, Sql
-from doors.conversations.owners import same_owner
+from common.conversation_store import PART_CHARS, Sql
+from common.owners import same_owner
 
 SCHEMA = (
     "CREATE TABLE IF NOT EXISTS record (i INTEGER PRIMARY KEY, data TEXT NOT NULL)",

@@ -16,11 +16,13 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from base import catalog
+from base.errors import ApiError, clip, invalid, json_shown
 from checks.chat_request import parse_max_tokens, parse_model
 from checks.messages import OPENAI, parse_conversation
-from doors.openai_chat import openai_params
+from common import openai_params
+from common.openai_messages import parse_tool_choice, parse_tools
 from doors.openai_chat.openai_compat import CompletionRequest, openai_error
-from doors.openai_chat.openai_messages import parse_tool_choice, parse_tools
 from doors.responses import responses_stored as stored
 from doors.responses.responses_events import ResponsesEncoder
 from doors.responses.responses_input import (
@@ -35,10 +37,9 @@ from doors.responses.responses_input import (
 )
 from doors.responses.responses_stored import History
 from streaming.stop import parse_stop
-from surface.errors import ApiError, clip, invalid, json_shown
 from surface.routing import Api, Context, Route, parse_body
 from surface.web import SSE_HEADERS, Relayed, WebResponse, json_response
-from workers_ai import affinity, catalog
+from workers_ai import affinity
 from workers_ai.service import answer_whole, new_relay, open_answer
 
 PATH = "/v1/responses"

@@ -35,7 +35,7 @@ from typing import Any
 
 from streaming.relay import Failed, Finished
 from streaming.sse import PING
-from workers_ai.upstream import TEXT, Part, ToolCall
+from streaming.upstream import TEXT, Part, ToolCall
 
 _dumps = json.JSONEncoder(separators=(",", ":")).encode
 _string = json.encoder.encode_basestring_ascii

@@ -7,8 +7,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from doors.openai_chat import openai_params
-from surface.errors import ApiError, clip, invalid, json_shown, shown
+from base.errors import ApiError, clip, invalid, json_shown, shown
+from common import openai_params
 
 STATELESS = (
     "this deployment stores nothing (no RESPONSES binding): send the whole conversation in input"

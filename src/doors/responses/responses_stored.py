@@ -26,9 +26,9 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from doors.conversations.owners import request_owner
+from base.errors import ApiError, invalid
+from common.owners import request_owner
 from doors.responses.responses_input import STATELESS
-from surface.errors import ApiError, invalid
 from surface.routing import Context, StoredResponses
 from surface.web import WebResponse, json_response
 

@@ -17,6 +17,8 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+from base import catalog
+from base.errors import invalid, shown
 from checks.chat_request import (
     parse_max_tokens,
     parse_model,
@@ -25,15 +27,14 @@ from checks.chat_request import (
     reject_unknown,
 )
 from checks.messages import OPENAI, parse_conversation
+from common.openai_messages import parse_tools
 from doors.openai_chat.openai_compat import CompletionRequest
-from doors.openai_chat.openai_messages import parse_tools
 from doors.ui_chat.ui_stream import HEADERS, UIMessageEncoder
 from streaming.stop import parse_stop
-from surface.errors import invalid, shown
 from surface.guard import PAGE_OR_KEY
 from surface.routing import Api, Context, Route, app_error, parse_body
 from surface.web import SSE_HEADERS, Relayed, WebResponse
-from workers_ai import affinity, catalog
+from workers_ai import affinity
 from workers_ai.service import new_relay, open_answer
 
 PATH = "/api/v1/ui-chat"

@@ -18,7 +18,7 @@ from typing import Any
 
 from streaming.relay import Failed, Finished
 from streaming.sse import PING
-from workers_ai.upstream import TEXT, Part, ToolCall
+from streaming.upstream import TEXT, Part, ToolCall
 
 HEADERS = (("x-vercel-ai-ui-message-stream", "v1"),)
 DONE = b"data: [DONE]\n\n"

@@ -10,15 +10,15 @@ import pytest
 from fakes import FakeModel, completion_context, frames
 from host_app import call, request, streamed
 
+from base.errors import ApiError
+from base.settings import load
+from common.openai_events import Collector
 from doors.completions.completion_events import TextCompletionEncoder, text_completion
 from doors.completions.completions_api import parse_text_completion
-from doors.openai_chat.openai_events import Collector
 from streaming.relay import Failed, Finished
-from surface.errors import ApiError
-from surface.settings import load
+from streaming.upstream import TEXT, THINKING
 from workers_ai import fallback
 from workers_ai.service import UpstreamFailure
-from workers_ai.upstream import TEXT, THINKING
 
 SETTINGS = load({"AI_MODELS": "m1,@cf/openai/gpt-oss-20b"}.get)
 CTX = completion_context(SETTINGS)

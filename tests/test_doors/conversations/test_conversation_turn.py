@@ -14,9 +14,11 @@ from typing import Any
 import pytest
 from fakes import FakeSource, LiteSql
 
-from doors.chat.chat_events import DONE
+from base.errors import ApiError, ClientGone
+from base.settings import Settings, load
+from common.chat_events import DONE
+from common.conversation_store import Store, message_bytes
 from doors.conversations.conversation_room import Room
-from doors.conversations.conversation_store import Store, message_bytes
 from doors.conversations.conversation_turn import (
     ENDING_RESERVE,
     FLUSH_EVENTS,
@@ -26,8 +28,6 @@ from doors.conversations.conversation_turn import (
     answer_of,
 )
 from streaming.relay import Failed, OneShot, Relay, Source
-from surface.errors import ApiError, ClientGone
-from surface.settings import Settings, load
 from workers_ai.service import Opened
 
 GEMMA = "@cf/google/gemma-4-26b-a4b-it"  # vision

@@ -13,11 +13,11 @@ from typing import Any
 from fakes import FakeLimiter
 from host_app import call, request
 
+from base import catalog
+from base.settings import load
 from doors.embeddings.embedding_batches import AT_ONCE, batch_size, in_order
 from streaming.relay import OneShot
-from surface.settings import load
 from surface.web import WebResponse
-from workers_ai import catalog
 from workers_ai.service import RunOptions, UpstreamFailure
 
 BGE, GEMMA = "@cf/baai/bge-m3", "@cf/google/embeddinggemma-300m"

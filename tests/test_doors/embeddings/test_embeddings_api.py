@@ -14,6 +14,9 @@ import pytest
 from fakes import FakeLimiter
 from host_app import call, request
 
+from base import catalog
+from base.errors import ApiError
+from base.settings import SettingsError, load
 from doors.embeddings.embedding_vectors import embedding_list, narrowed, part, vectors
 from doors.embeddings.embeddings_api import (
     MAX_INPUT_CHARS,
@@ -24,10 +27,8 @@ from doors.embeddings.embeddings_api import (
 )
 from doors.embeddings.token_ids import TableError, TokenTable, table
 from streaming.relay import OneShot
-from surface.errors import ApiError
-from surface.settings import SettingsError, load
 from surface.web import WebResponse
-from workers_ai import catalog, fallback
+from workers_ai import fallback
 from workers_ai.service import RunOptions, UpstreamFailure
 
 SETTINGS = load({"AI_MODELS": "m1"}.get)

@@ -4,13 +4,13 @@ from typing import Any
 import pytest
 from fakes import completion_context, no_body
 
+from base.errors import ApiError
+from base.settings import load
+from common.openai_events import Collector, CompletionEncoder, openai_usage
 from doors.openai_chat.openai_compat import openai_error, parse_completion
-from doors.openai_chat.openai_events import Collector, CompletionEncoder, openai_usage
 from streaming.relay import Failed, Finished
-from surface.errors import ApiError
-from surface.settings import load
+from streaming.upstream import TEXT, THINKING
 from surface.web import WebRequest
-from workers_ai.upstream import TEXT, THINKING
 
 SETTINGS = load({"AI_MODELS": "m1,m2"}.get)
 
@@ -165,7 +165,7 @@ def test_error_shape(status: int, kind: str) -> None:
 
 # Tool calls, from both upstream forms, through the relay at every split point.
 from streaming.relay import OneShot, Relay, Timing, relay_whole  # noqa: E402
-from workers_ai.upstream import ToolCall  # noqa: E402
+from streaming.upstream import ToolCall  # noqa: E402
 
 TIMING = Timing(ping_after=100.0, give_up_after=100.0)
 HEAD = b'data: {"id":"chatcmpl-abc","object":"chat.completion.chunk","created":7,"model":"m1","choices":[{"index":0,"delta":'
@@ -402,8 +402,8 @@ def test_a_length_stop_stays_length_with_tool_calls() -> None:
 def test_model_route_takes_ids_with_slashes_and_percent_encoding() -> None:
     import asyncio
 
+    from routes import TABLE
     from surface.policy import handle
-    from surface.routes import TABLE
     from surface.routing import RouteTable
 
     assert isinstance(TABLE, RouteTable)

@@ -13,7 +13,7 @@ import pytest
 from cases import CASES
 from conftest import IDLE_LIMIT, Runtime, assert_stopped, expected_tokens, expected_usage
 
-from surface import settings
+from base import settings
 
 pytestmark = pytest.mark.runtime
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from fakes import LiteSql as Lite
 
-from doors.conversations.conversation_store import PART_CHARS
+from common.conversation_store import PART_CHARS
 from doors.responses.response_record import ResponseRecord
 
 

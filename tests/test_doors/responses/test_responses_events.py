@@ -7,7 +7,7 @@ from typing import Any
 
 from doors.responses.responses_events import ResponsesEncoder
 from streaming.relay import Failed, Finished
-from workers_ai.upstream import TEXT, THINKING, ToolCall
+from streaming.upstream import TEXT, THINKING, ToolCall
 
 ECHO: dict[str, Any] = {"instructions": None, "tools": []}
 HEAD = '"id":"resp_1","object":"response","created_at":7,"model":"m","instructions":null,"tools":[]'

@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 from fakes import completion_context
 
-from doors.conversations.owners import owner_of
+from base.errors import ApiError
+from base.settings import load
+from common.owners import owner_of
 from doors.responses import responses_stored as stored
 from doors.responses.responses_api import parse_responses
-from surface.errors import ApiError
-from surface.settings import load
 
 SETTINGS = load({"AI_MODELS": "@cf/google/gemma-4-26b-a4b-it"}.get)
 HEX = "ab" * 16

@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 from fakes import completion_context
 
+from base.errors import ApiError
+from base.settings import load
 from doors.ui_chat.ui_chat import parse_ui_chat
-from surface.errors import ApiError
-from surface.settings import load
 
 SETTINGS = load({"AI_MODELS": "@cf/openai/gpt-oss-20b,@cf/google/gemma-4-26b-a4b-it"}.get)
 CTX = completion_context(SETTINGS)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from doors.ui_chat.ui_stream import UIMessageEncoder, usage
 from streaming.relay import Failed, Finished
-from workers_ai.upstream import TEXT, THINKING, ToolCall
+from streaming.upstream import TEXT, THINKING, ToolCall
 
 
 def encoder(call_prefix: str | None = None) -> UIMessageEncoder:

@@ -1,6 +1,6 @@
 import pytest
 
-from surface.errors import ECHO_LIMIT, clip, shown
+from base.errors import ECHO_LIMIT, clip, shown
 
 
 @pytest.mark.parametrize(

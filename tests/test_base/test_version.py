@@ -5,7 +5,7 @@ import tomllib
 
 from conftest import ROOT
 
-from surface.version import VERSION
+from base.version import VERSION
 
 
 def test_pyproject_package_json_and_the_worker_agree() -> None:

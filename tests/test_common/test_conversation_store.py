@@ -8,7 +8,7 @@ import sqlite3
 import pytest
 from fakes import LiteSql as Lite
 
-from doors.conversations.conversation_store import Event, Store, parse_event_id, split_events
+from common.conversation_store import Event, Store, parse_event_id, split_events
 
 
 def test_a_new_store_does_not_exist_until_created() -> None:

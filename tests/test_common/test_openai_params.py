@@ -4,11 +4,11 @@ import pytest
 from conftest import ROOT
 from fakes import completion_context
 
-from doors.openai_chat import openai_params
+from base.errors import ApiError
+from base.settings import load
+from common import openai_params
+from common.openai_params import NEUTRAL, PARAMS, PASSED, REFUSED, table
 from doors.openai_chat.openai_compat import parse_completion
-from doors.openai_chat.openai_params import NEUTRAL, PARAMS, PASSED, REFUSED, table
-from surface.errors import ApiError
-from surface.settings import load
 
 NATIVE = "@cf/meta/llama-3.1-8b-instruct"
 OPENAI = "@cf/openai/gpt-oss-20b"

@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from workers_ai.sse_lines import DataFields, LineDecoder
+from streaming.sse_lines import DataFields, LineDecoder
 
 # LF, CRLF and CR, mixed, with a CRLF that a split may cut, empty lines and a last line that
 # has no end.

@@ -1,5 +1,5 @@
 """Every Chat Completions parameter and what this service does with it: one table, read by
-the request parser and rendered for the README (``python src/doors/openai_chat/openai_params.py``).
+the request parser and rendered for the README (``python src/common/openai_params.py``).
 
 A parameter is passed (it reaches env.AI.run inside the inputs object), accepted as neutral
 (a value that asks for nothing different from what we do, like ``logprobs: false``: any
@@ -22,10 +22,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from base import catalog
+from base.errors import ApiError, clip, invalid, json_shown
 from checks.chat_request import REASONING_EFFORTS, is_number
 from streaming.stop import MAX_STOPS
-from surface.errors import ApiError, clip, invalid, json_shown
-from workers_ai import catalog
 
 PASSED = "passed"
 NEUTRAL = "neutral"

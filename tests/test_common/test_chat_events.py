@@ -1,6 +1,6 @@
-from doors.chat.chat_events import ChatEncoder, error_event
+from common.chat_events import ChatEncoder, error_event
 from streaming.relay import Failed, Finished
-from workers_ai.upstream import TEXT, THINKING
+from streaming.upstream import TEXT, THINKING
 
 
 def test_text_batches_keep_counting_the_index() -> None:

@@ -1,6 +1,6 @@
 import pytest
 
-from surface.settings import (
+from base.settings import (
     BODY_TIMEOUT_DEFAULT,
     DEFAULT_MODELS,
     Lookup,
@@ -111,7 +111,7 @@ def test_a_bad_stream_window_names_the_variable(value: str) -> None:
 def test_settings_are_made_again_only_when_a_var_or_the_catalog_changes() -> None:
     """load() keeps the last settings with the vars they were read from: the same vars give
     the same object, any var it read that changed (or the catalog's facts) gives new ones."""
-    from workers_ai import catalog
+    from base import catalog
 
     catalog.reset()
     try:

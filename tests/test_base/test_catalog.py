@@ -2,8 +2,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from workers_ai import catalog
-from workers_ai.catalog import ModelInfo, info
+from base import catalog
+from base.catalog import ModelInfo, info
 
 
 @pytest.fixture(autouse=True)

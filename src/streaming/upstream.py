@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import codecs
 
-from workers_ai.frames import (
+from streaming.frames import (
     PLAIN_NATIVE_EVENT,
     TEXT,
     THINKING,
@@ -20,7 +20,7 @@ from workers_ai.frames import (
     ToolCall,
     finish_reason,
 )
-from workers_ai.sse_lines import DataFields, LineDecoder
+from streaming.sse_lines import DataFields, LineDecoder
 
 __all__ = ["TEXT", "THINKING", "Decoded", "Part", "ToolCall", "UpstreamDecoder", "finish_reason"]
 

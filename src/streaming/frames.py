@@ -27,7 +27,7 @@ import json
 import re
 from dataclasses import dataclass, field
 
-from workers_ai.think_tags import TEXT, THINKING, Part, ThinkTags
+from streaming.think_tags import TEXT, THINKING, Part, ThinkTags
 
 __all__ = ["TEXT", "THINKING", "Decoded", "Frames", "Part", "ToolCall", "finish_reason"]
 

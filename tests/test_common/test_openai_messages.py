@@ -1,7 +1,7 @@
 import pytest
 
-from doors.openai_chat.openai_messages import parse_tool_choice, parse_tools
-from surface.errors import ApiError
+from base.errors import ApiError
+from common.openai_messages import parse_tool_choice, parse_tools
 
 WEATHER = {
     "type": "function",

@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 from fakes import FakeLimiter, FakeModel, LiteSql, frames
 
-from doors.conversations.conversation_store import Store
-from doors.conversations.owners import (
+from base.errors import ApiError
+from common.conversation_store import Store
+from common.owners import (
     DEFAULT_HASH_KEY,
     TITLE_CHARS,
     OwnerIndex,
@@ -21,9 +22,8 @@ from doors.conversations.owners import (
     same_owner,
     title_of,
 )
-from surface.errors import ApiError
+from routes import TABLE
 from surface.policy import handle
-from surface.routes import TABLE
 from surface.web import API_HEADERS, WebRequest, WebResponse, json_response
 
 TOKEN = "0123456789abcdef" * 2

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from workers_ai import catalog
+from base import catalog
 
 T = TypeVar("T", int, float)
 

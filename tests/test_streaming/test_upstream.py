@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from workers_ai import frames
-from workers_ai.upstream import TEXT, Decoded, UpstreamDecoder
+from streaming import frames
+from streaming.upstream import TEXT, Decoded, UpstreamDecoder
 
 
 def run(chunks: list[bytes]) -> tuple[list[str], UpstreamDecoder, bool]:

@@ -1,7 +1,7 @@
 import pytest
 from fakes import merged
 
-from workers_ai.think_tags import TEXT, THINKING, Part, ThinkTags
+from streaming.think_tags import TEXT, THINKING, Part, ThinkTags
 
 
 def run(pieces: list[str], *, thinking: bool) -> list[Part]:

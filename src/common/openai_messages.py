@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from surface.errors import clip, invalid, shown
+from base.errors import clip, invalid, shown
 
 MAX_TOOLS = 128  # OpenAI's own limit
 TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")

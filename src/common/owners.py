@@ -22,8 +22,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from doors.conversations.conversation_store import Sql
-from surface.errors import ApiError
+from base.errors import ApiError
+from common.conversation_store import Sql
 from surface.routing import Context
 
 TOKEN_HEADER = "x-owner-token"

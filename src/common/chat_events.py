@@ -14,7 +14,7 @@ from streaming.relay import Failed, Finished
 from streaming.sse import PING, event
 from streaming.sse import dumps as _dumps
 from streaming.sse import json_string as _string
-from workers_ai.upstream import TEXT, Part, ToolCall
+from streaming.upstream import TEXT, Part, ToolCall
 
 DONE = event("done", "{}")
 
