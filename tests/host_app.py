@@ -11,8 +11,9 @@ from fakes import FakeLimiter, FakeModel, FakeSource, frames
 from host_driver import drive
 
 from routes import TABLE
+from streaming.relay import Relayed
 from surface.policy import handle
-from surface.web import Relayed, WebRequest, WebResponse
+from surface.web import WebRequest, WebResponse
 
 URL = "https://chat.example.dev"
 

@@ -1,20 +1,17 @@
-"""A chat request from its raw body: content type, size, JSON and every field checked."""
+"""A chat request from its parsed body: every field checked."""
 
 from __future__ import annotations
 
-import json
 import math
-import re
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from base import catalog
 from base.errors import ApiError, clip, invalid, json_shown, shown
 from base.settings import Settings
-from checks import json_limits
 from checks.messages import CHAT, parse_conversation
-from streaming.stop import parse_stop
+from checks.stops import parse_stop
 
 CHAT_FIELDS = ("messages", "model", "max_tokens", "temperature", "reasoning_effort", "stop")
 TEMPERATURE_RANGE = (0.0, 5.0)  # what Workers AI text models accept
@@ -48,63 +45,6 @@ class ChatRequest:
         return inputs
 
 
-def check_content_type(value: str | None) -> None:
-    media_type = (value or "").split(";", 1)[0].strip().lower()
-    if media_type != "application/json":
-        raise ApiError(
-            415,
-            "unsupported_media_type",
-            f"Content-Type must be application/json, got {clip(value) if value else 'none'}",
-        )
-
-
-def _too_large(limit: int) -> ApiError:
-    return ApiError(413, "body_too_large", f"request body exceeds {limit} bytes")
-
-
-# ASCII digits only ("²".isdigit() is true and int("²") raises), and few enough for int().
-_DECIMAL = re.compile(r"[0-9]{1,30}")
-
-
-async def read_body(chunks: AsyncIterator[bytes], declared: str | None, limit: int) -> bytes:
-    """Read at most `limit` bytes; the Content-Length header is a hint, never trusted."""
-    if declared is not None and _DECIMAL.fullmatch(declared.strip()) and int(declared) > limit:
-        raise _too_large(limit)
-    parts: list[bytes] = []
-    size = 0
-    async for chunk in chunks:
-        size += len(chunk)
-        if size > limit:
-            raise _too_large(limit)
-        parts.append(chunk)
-    return b"".join(parts)
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON")
-
-
-def parse_json(body: bytes) -> dict[str, Any]:
-    if not body.strip():
-        raise ApiError(400, "invalid_json", "request body is empty; expected a JSON object")
-    if body.startswith(b"\xef\xbb\xbf"):
-        raise ApiError(
-            400,
-            "invalid_json",
-            "request body starts with a byte order mark; send UTF-8 without one",
-        )
-    json_limits.check(body)
-    try:
-        value = json.loads(body.decode("utf-8"), parse_constant=_reject_constant)
-    except UnicodeDecodeError:
-        raise ApiError(400, "invalid_json", "request body is not valid UTF-8") from None
-    except ValueError as exc:
-        raise ApiError(400, "invalid_json", f"request body is not valid JSON: {exc}") from None
-    if not isinstance(value, dict):
-        raise ApiError(400, "invalid_json", "request body must be a JSON object")
-    return value
-
-
 def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
@@ -124,33 +64,6 @@ def reject_unknown(body: Mapping[str, Any], allowed: tuple[str, ...]) -> None:
                 f"{clip(key)}: unknown field; allowed fields are {', '.join(allowed)}",
                 param=clip(key),
             )
-
-
-# A surrogate code point left in a Python str is a lone one: json.loads joins escaped pairs.
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def well_formed(text: str) -> str:
-    """Lone surrogates as U+FFFD, as a browser's TextEncoder sends them: a JS client that cut
-    a string inside an emoji still gets its answer, and UTF-8 can encode what goes upstream."""
-    # isascii() is a C scan many times faster than the regex: a base64 image or most prose
-    # skips the search (a 2 MiB conversation went from 15 to <1 ms on the host).
-    if text.isascii() or _LONE_SURROGATE.search(text) is None:
-        return text
-    return _LONE_SURROGATE.sub("\ufffd", text)
-
-
-def well_formed_json(value: Any) -> Any:
-    """A parsed JSON value with well_formed() on every string (keys too): what UTF-8 can carry
-    to the model. Integers a JS Number cannot hold are js_values' business, at the boundary.
-    Recursing is safe: a body is nested at most json_limits' depth before it is parsed."""
-    if isinstance(value, str):
-        return well_formed(value)
-    if isinstance(value, list):
-        return [well_formed_json(item) for item in value]
-    if isinstance(value, dict):
-        return {well_formed(str(key)): well_formed_json(item) for key, item in value.items()}
-    return value
 
 
 def parse_model(value: object, settings: Settings) -> str:

@@ -25,7 +25,7 @@ from typing import Any
 from base import catalog
 from base.errors import ApiError, clip, invalid, json_shown
 from checks.chat_request import REASONING_EFFORTS, is_number
-from streaming.stop import MAX_STOPS
+from checks.stops import MAX_STOPS
 
 PASSED = "passed"
 NEUTRAL = "neutral"

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -341,3 +342,18 @@ def relay_whole(relay: Relay, whole: OneShot) -> bytes:
     except Exception as exc:
         out += relay.crash(exc)
     return out
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Relayed:
+    """A streamed body: the upstream and the relay that re-frames it.
+
+    The shell runs it (a JS pipe for a stream, relay_whole() for a one-shot result) and
+    stops the upstream when the client goes away.
+    """
+
+    source: Upstream
+    relay: Relay
+    # Called once when the answer has ended and all is released, with whether the client went
+    # away first (a stored response is written then: responses_stored.saver).
+    after: Callable[[bool], None] | None = None

@@ -25,8 +25,8 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from urllib.parse import unquote
 
-from streaming.relay import Failed, Finished, Relay
-from surface.web import Relayed, WebResponse
+from streaming.relay import Failed, Finished, Relay, Relayed
+from surface.web import WebResponse
 
 # cf-ray is set by Cloudflare's edge; anything else a client sends there is not trusted
 # into a header or a log line unless it looks like one.

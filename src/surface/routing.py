@@ -10,7 +10,7 @@ from typing import Any, Protocol
 
 from base.errors import ApiError, clip
 from base.settings import Lookup, Settings
-from checks.chat_request import check_content_type, parse_json, read_body
+from surface.body import check_content_type, parse_json, read_body
 from surface.guard import KEY_ONLY, Access
 from surface.web import WebRequest, WebResponse, json_response
 from workers_ai.service import ChatModel

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import urlsplit
 
-from streaming.relay import Relay, Upstream
+from streaming.relay import Relayed
 
 Headers = tuple[tuple[str, str], ...]
 
@@ -20,21 +20,6 @@ class WebRequest:
     path: str
     headers: Mapping[str, str]  # lower-case names
     body: AsyncIterator[bytes]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Relayed:
-    """A streamed body: the upstream and the relay that re-frames it.
-
-    The shell runs it (a JS pipe for a stream, relay_whole() for a one-shot result) and
-    stops the upstream when the client goes away.
-    """
-
-    source: Upstream
-    relay: Relay
-    # Called once when the answer has ended and all is released, with whether the client went
-    # away first (a stored response is written then: responses_stored.saver).
-    after: Callable[[bool], None] | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -112,3 +97,9 @@ def json_response(
     return WebResponse(
         status=status, headers=JSON_HEADERS + headers, body=body, code=code, usage=usage
     )
+
+
+def sse_response(body: Relayed, headers: Headers = ()) -> WebResponse:
+    """The one way a door answers with a stream: 200, the SSE headers (and a door's own), and
+    the relay the shell runs."""
+    return WebResponse(status=200, headers=SSE_HEADERS + headers, body=body)

@@ -14,19 +14,19 @@ from typing import Any, Protocol
 from base import catalog
 from base.errors import ApiError, ClientGone
 from base.settings import Settings
-from checks.chat_request import well_formed_json
+from base.text import well_formed_json
 from streaming.relay import (
     Encoder,
     Failed,
     Finished,
     OneShot,
     Relay,
+    Relayed,
     Source,
     Timing,
     Upstream,
     relay_whole,
 )
-from surface.web import SSE_HEADERS, Relayed, WebResponse
 from workers_ai import affinity, budget, fallback, upstream_errors
 
 log = logging.getLogger("service")
@@ -215,6 +215,21 @@ class Asked:
     max_tokens: int
     stops: tuple[str, ...] = ()
 
+    @classmethod
+    def one(
+        cls,
+        *,
+        model: str,
+        inputs: dict[str, Any],
+        session: str,
+        key_id: str | None,
+        max_tokens: int,
+        stops: tuple[str, ...] = (),
+    ) -> Asked:
+        """One call: every door but legacy completions' list of prompts."""
+        call = Call(inputs=inputs, session=session)
+        return cls(model=model, calls=(call,), key_id=key_id, max_tokens=max_tokens, stops=stops)
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Answered:
@@ -224,7 +239,7 @@ class Answered:
 
 async def streamed(
     ai: ChatModel, settings: Settings, asked: Asked, encoder: Callable[[str], Encoder]
-) -> WebResponse:
+) -> Relayed:
     """The streamed answer to the one call asked: the relay over the model's stream, run by the
     shell; `encoder(model)` re-frames it, given the model that answers. A stream relays one
     upstream, so one call only."""
@@ -233,9 +248,7 @@ async def streamed(
         ai, settings, asked.model, call.inputs, session=call.session, key_id=asked.key_id
     )
     relay = new_relay(settings, encoder(opened.model), asked.max_tokens, opened.model, asked.stops)
-    return WebResponse(
-        status=200, headers=SSE_HEADERS, body=Relayed(source=opened.source, relay=relay)
-    )
+    return Relayed(source=opened.source, relay=relay)
 
 
 class Batch:
@@ -263,11 +276,21 @@ class Batch:
 SIBLING_FAILED = Failed(code="cancelled", message="Another answer of this request failed.")
 
 
+def named_by_answer(encoder: Encoder) -> Callable[[str], Encoder]:
+    """An encoder that names no model (the door reads it from Answered.model), for
+    answers_whole."""
+    return lambda model: encoder
+
+
 async def answers_whole(
-    ai: ChatModel, settings: Settings, asked: Asked, collectors: Sequence[Encoder]
+    ai: ChatModel,
+    settings: Settings,
+    asked: Asked,
+    collectors: Sequence[Callable[[str], Encoder]],
 ) -> list[Answered]:
-    """Every call asked, answered whole, at the same time, in the calls' order; each encoder of
-    `collectors` collects its call's answer. What the client must fix (a context window) is
+    """Every call asked, answered whole, at the same time, in the calls' order; each of
+    `collectors`, given the model that answers, makes the encoder that collects its call's
+    answer. What the client must fix (a context window) is
     raised before any call is made. Each call is drained by the model's drain, whose reader
     the client's leaving stops; when one call fails, the others are stopped (Batch) and the
     first failure is raised once every call has ended."""
@@ -275,14 +298,17 @@ async def answers_whole(
     plans = [_plan(settings, asked.model, call.inputs) for call in asked.calls]
     batch = Batch()
 
-    async def one(plan: list[tuple[str, Any]], call: Call, collector: Encoder) -> Answered:
+    async def one(
+        plan: list[tuple[str, Any]], call: Call, collector: Callable[[str], Encoder]
+    ) -> Answered:
         try:
             opened = await _open_planned(ai, settings, plan, call.session, asked.key_id)
             if batch.error is not None:  # a sibling failed while this one opened
                 if not isinstance(opened.source, OneShot):
                     opened.source.cancel()
                 raise ApiError(502, SIBLING_FAILED.code, SIBLING_FAILED.message)
-            relay = new_relay(settings, collector, asked.max_tokens, opened.model, asked.stops)
+            encoder = collector(opened.model)
+            relay = new_relay(settings, encoder, asked.max_tokens, opened.model, asked.stops)
             batch.add(relay)
             return Answered(
                 model=opened.model, finished=await answer_whole(ai, opened.source, relay)

@@ -7,7 +7,8 @@ from cases import CASES
 
 from base.errors import ApiError
 from base.settings import load
-from checks.chat_request import ChatRequest, check_content_type, parse_chat, parse_json, read_body
+from checks.chat_request import ChatRequest, parse_chat
+from surface.body import check_content_type, parse_json, read_body
 
 SETTINGS = load({"AI_MODELS": "@cf/a/one,@cf/b/two"}.get)
 
@@ -107,7 +108,7 @@ def test_reasoning_effort_goes_inside_the_inputs(value: str | None, sent: str | 
 
 def test_lone_surrogates_in_content_reach_the_model_as_replacement_characters() -> None:
     raw = b'{"messages":[{"role":"user","content":"a\\ud83d b \\ude00 c \\ud83d\\ude00"}]}'
-    from checks.chat_request import well_formed_json
+    from base.text import well_formed_json
 
     sent = well_formed_json(
         parse("application/json", raw).ai_inputs()
@@ -117,7 +118,7 @@ def test_lone_surrogates_in_content_reach_the_model_as_replacement_characters() 
 
 
 def test_what_goes_upstream_is_json_as_the_model_reads_it() -> None:
-    from checks.chat_request import well_formed_json
+    from base.text import well_formed_json
 
     value = {"a\ud800": [2**63, True, 1.5, None, {"x": "\udfff"}]}
     assert well_formed_json(value) == {"a\ufffd": [2**63, True, 1.5, None, {"x": "\ufffd"}]}

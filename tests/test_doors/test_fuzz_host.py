@@ -20,9 +20,9 @@ from host_driver import drive
 
 from common import openai_params
 from routes import TABLE
-from streaming.relay import OneShot, relay_whole
+from streaming.relay import OneShot, Relayed, relay_whole
 from surface.policy import handle
-from surface.web import Relayed, WebRequest, WebResponse
+from surface.web import WebRequest, WebResponse
 
 COUNT = int(os.environ.get("FUZZ_COUNT", "3000"))
 SEED = int(os.environ.get("FUZZ_SEED", "1"))

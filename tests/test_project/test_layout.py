@@ -64,6 +64,82 @@ def test_no_package_shadows_the_standard_library_or_a_dependency() -> None:
     assert not shadowing, f"src/ names that shadow an import: {shadowing}"
 
 
+# The floors of src/, bottom to top (docs/DESIGN.md draws them): a module imports from its own
+# package and from floors below it, never from its own floor's other packages or from above;
+# a door imports no other door (what doors share lives in common/).
+FLOORS: tuple[frozenset[str], ...] = tuple(
+    frozenset(names)
+    for names in (
+        {"base"},
+        {"streaming"},
+        {"checks"},
+        {"workers_ai"},
+        {"surface"},
+        {"common"},
+        {"doors"},
+        {"routes", "shell"},
+        {"entry"},
+    )
+)
+FLOOR_OF = {name: i for i, floor in enumerate(FLOORS) for name in floor}
+
+
+def imports_of(source: str) -> list[str]:
+    found: list[str] = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found += [f"{node.module}.{alias.name}" for alias in node.names]
+    return found
+
+
+def against_the_floors(relative: str, source: str) -> list[str]:
+    """The imports of one module of src/ (its path relative to src/) that the floors forbid."""
+    parts = Path(relative).with_suffix("").parts
+    top = parts[0]
+    wrong = []
+    for name in imports_of(source):
+        target = name.split(".")
+        if target[0] not in FLOOR_OF or target[0] == top:
+            if top == "doors" == target[0] and len(parts) > 2 and len(target) > 2:
+                if target[1] != parts[1]:
+                    wrong.append(f"{relative}: {name} (another door)")
+            continue
+        if FLOOR_OF[target[0]] >= FLOOR_OF[top]:
+            wrong.append(f"{relative}: {name} (floor {FLOOR_OF[target[0]]} from {FLOOR_OF[top]})")
+    return wrong
+
+
+def test_every_package_of_src_is_on_a_floor() -> None:
+    tops = {p.name for p in SRC.iterdir() if (p / "__init__.py").exists()}
+    tops |= {p.stem for p in SRC.glob("*.py")}
+    assert tops == set(FLOOR_OF), (
+        f"not on a floor: {sorted(tops - set(FLOOR_OF))}; gone: {sorted(set(FLOOR_OF) - tops)}"
+    )
+
+
+def test_no_module_imports_against_the_floors() -> None:
+    wrong = [
+        w for p in modules() for w in against_the_floors(str(p.relative_to(SRC)), p.read_text())
+    ]
+    assert not wrong, "imports against the floors:\n" + "\n".join(wrong)
+
+
+def test_the_floor_check_finds_an_import_upward_sideways_and_across_doors() -> None:
+    cases = {
+        ("base/settings.py", "from surface.web import json_response"): 1,
+        ("streaming/relay.py", "import workers_ai.service"): 1,
+        ("shell/bindings.py", "from routes import ROUTES"): 1,
+        ("doors/ui_chat/ui_chat.py", "from doors.openai_chat.openai_compat import completions"): 1,
+        ("doors/ui_chat/ui_chat.py", "from doors.ui_chat.ui_stream import HEADERS"): 0,
+        ("surface/policy.py", "from workers_ai import service"): 0,
+        ("entry.py", "from shell import bindings"): 0,
+    }
+    got = {case: len(against_the_floors(*case)) for case in cases}
+    assert got == cases, f"forbidden imports found, per case: {got}"
+
+
 def test_every_module_is_on_the_design_map() -> None:
     text = DESIGN.read_text()
     missing = [

@@ -7,8 +7,9 @@ import json
 import pytest
 
 from base.errors import ApiError
+from checks.stops import parse_stop
 from streaming.relay import Relay, Timing
-from streaming.stop import StopScanner, parse_stop
+from streaming.stop import StopScanner
 from streaming.think_tags import TEXT, THINKING, Part
 
 # Continue's autocomplete sends six of these; LangChain's stop= any list.

@@ -7,8 +7,9 @@ from fakes import FakeLimiter, FakeModel, frames
 from host_app import URL, call, request
 
 from routes import TABLE
+from streaming.relay import Relayed
 from surface.policy import handle
-from surface.web import API_HEADERS, Relayed, WebResponse
+from surface.web import API_HEADERS, WebResponse
 from workers_ai.service import UpstreamFailure
 
 

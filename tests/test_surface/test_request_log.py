@@ -11,8 +11,8 @@ import pytest
 
 from base.errors import ApiError
 from common.chat_events import ChatEncoder
-from doors.openai_chat.openai_compat import openai_error
-from streaming.relay import OneShot, Relay, Timing, relay_whole
+from common.openai_request import openai_error
+from streaming.relay import OneShot, Relay, Relayed, Timing, relay_whole
 from surface.request_log import (
     CURRENT,
     JsonLines,
@@ -23,7 +23,7 @@ from surface.request_log import (
     route_of,
 )
 from surface.routing import app_error
-from surface.web import Relayed, WebResponse, json_response, without_body
+from surface.web import WebResponse, json_response, without_body
 
 NATIVE_DONE = (
     b'data: {"response":"Hi"}\n\ndata: {"response":"","usage":{"prompt_tokens":3,"completion_tokens":1,"total_tokens":4}}\n\n'

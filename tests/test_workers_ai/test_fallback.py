@@ -13,8 +13,9 @@ from host_app import request
 from host_driver import drive
 
 from routes import TABLE
+from streaming.relay import Relayed
 from surface.policy import handle
-from surface.web import Relayed, WebResponse
+from surface.web import WebResponse
 from workers_ai.service import RunOptions, UpstreamFailure
 
 GEMMA = "@cf/google/gemma-4-26b-a4b-it"

@@ -11,7 +11,14 @@ from fakes import STALL, FakeModel, frames
 from base.errors import ApiError
 from base.settings import load
 from common.openai_events import Collector
-from workers_ai.service import Answered, Asked, Call, answers_whole, summed_usage
+from workers_ai.service import (
+    Answered,
+    Asked,
+    Call,
+    answers_whole,
+    named_by_answer,
+    summed_usage,
+)
 
 GEMMA = "@cf/google/gemma-4-26b-a4b-it"  # a context window the catalog knows
 # A short ping interval: a silent stream is looked at (ticked) every 0.05 s.
@@ -29,7 +36,8 @@ def asked(*prompts: str, max_tokens: int = 10) -> Asked:
 
 def run(model: FakeModel, what: Asked) -> tuple[list[Answered], list[Collector]]:
     collectors = [Collector() for _ in what.calls]
-    return asyncio.run(answers_whole(model, SETTINGS, what, collectors)), collectors
+    made = [named_by_answer(c) for c in collectors]
+    return asyncio.run(answers_whole(model, SETTINGS, what, made)), collectors
 
 
 def test_a_silent_call_is_stopped_by_its_tick_when_another_fails() -> None:

@@ -5,29 +5,28 @@ from __future__ import annotations
 from base import catalog
 from base.version import VERSION
 from checks.chat_request import parse_chat
+from common import answers
 from common.chat_events import ChatEncoder
 from surface.guard import PAGE_OR_KEY
 from surface.routing import Api, Context, Route, app_error, parse_body
-from surface.web import SSE_HEADERS, Relayed, WebResponse, json_response
+from surface.web import WebResponse, json_response
 from workers_ai import affinity
-from workers_ai.service import new_relay, open_answer
+from workers_ai.service import Asked
 
 
 async def chat(ctx: Context) -> WebResponse:
     request = parse_chat(await parse_body(ctx), ctx.settings)
-    opened = await open_answer(
-        ctx.model,
-        ctx.settings,
-        request.model,
-        request.ai_inputs(),
+    asked = Asked.one(
+        model=request.model,
+        inputs=request.ai_inputs(),
         session=affinity.key([ctx.request.headers.get(affinity.HEADER)], request.messages),
         key_id=ctx.key_id,
+        max_tokens=request.max_tokens,
+        stops=request.stop,
     )
     # message_stop names the model only when a fallback answered instead of the one asked.
-    encoder = ChatEncoder(model=None if opened.model == request.model else opened.model)
-    relay = new_relay(ctx.settings, encoder, request.max_tokens, opened.model, request.stop)
-    return WebResponse(
-        status=200, headers=SSE_HEADERS, body=Relayed(source=opened.source, relay=relay)
+    return await answers.streamed(
+        ctx, asked, lambda model: ChatEncoder(model=None if model == request.model else model)
     )
 
 

@@ -20,16 +20,15 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass
-from functools import partial
 from typing import Any
 
 from base.errors import invalid, json_shown
 from checks.chat_request import parse_max_tokens, parse_model
-from common import openai_params
+from checks.stops import parse_stop
+from common import answers, openai_params
 from common.openai_events import Collector
+from common.openai_request import openai_error, stream_options
 from doors.completions.completion_events import TextCompletionEncoder, text_completion
-from doors.openai_chat.openai_compat import openai_error, stream_options, streamed
-from streaming.stop import parse_stop
 from surface.routing import Api, Context, Route, parse_body
 from surface.web import WebResponse, json_response
 from workers_ai import affinity, service
@@ -187,19 +186,25 @@ async def completions(ctx: Context) -> WebResponse:
     )
     id, created = "cmpl-" + os.urandom(12).hex(), int(time.time())
     if request.stream:
-        chunks = partial(TextCompletionEncoder, id=id, created=created)
-        return await streamed(ctx, asked, chunks, include_usage=request.include_usage)
+        usage = request.include_usage
+        return await answers.streamed(
+            ctx,
+            asked,
+            lambda model: TextCompletionEncoder(
+                id=id, created=created, model=model, include_usage=usage
+            ),
+        )
     collectors = [Collector(id=id) for _ in asked.calls]
-    answers = await service.answers_whole(ctx.model, ctx.settings, asked, collectors)
-    usage = service.summed_usage(answers)
+    answered = await answers.whole(ctx, asked, [service.named_by_answer(c) for c in collectors])
+    summed = service.summed_usage(answered)
     body = text_completion(
         id=id,
         created=created,
-        model=answers[0].model,  # the model of the first prompt's answer (a fallback, maybe)
-        choices=[(c, a.finished) for c, a in zip(collectors, answers, strict=True)],
-        usage=usage,
+        model=answered[0].model,  # the model of the first prompt's answer (a fallback, maybe)
+        choices=[(c, a.finished) for c, a in zip(collectors, answered, strict=True)],
+        usage=summed,
     )
-    return json_response(200, body, usage=usage)
+    return json_response(200, body, usage=summed)
 
 
 COMPLETIONS_API = Api(

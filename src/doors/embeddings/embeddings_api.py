@@ -21,9 +21,9 @@ from base import catalog
 from base.errors import ApiError, invalid, json_shown, shown
 from base.settings import Settings
 from common.openai_params import unsupported
+from common.openai_request import openai_error
 from doors.embeddings import embedding_batches, token_ids
 from doors.embeddings.embedding_vectors import ENCODINGS, FLOAT, embedding_list
-from doors.openai_chat.openai_compat import openai_error
 from surface.routing import Api, Context, Route, parse_body
 from surface.web import WebResponse, json_response
 from workers_ai import affinity, budget

@@ -10,89 +10,26 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass
-from functools import partial
-from typing import Any, Protocol
+from typing import Any
 from urllib.parse import unquote
 
 from base import catalog
-from base.errors import ApiError, clip, invalid
+from base.errors import ApiError, invalid
 from base.settings import Settings
 from base.version import RELEASED
 from checks.chat_request import parse_max_tokens, parse_model, parse_reasoning_effort
 from checks.messages import OPENAI, parse_conversation
-from common import openai_params
+from checks.stops import parse_stop
+from common import answers, openai_params
 from common.openai_events import Collector, CompletionEncoder, openai_usage
 from common.openai_messages import parse_tool_choice, parse_tools
-from streaming.relay import Encoder
-from streaming.stop import parse_stop
+from common.openai_request import CompletionRequest, openai_error, stream_options
 from surface.routing import Api, Context, Route, parse_body
 from surface.web import WebResponse, json_response
 from workers_ai import affinity, service
 
-ERROR_TYPES = {403: "permission_error", 404: "not_found_error", 429: "rate_limit_error"}
-# OpenAI's own 404 for a model id is an invalid request, not a missing route.
-ERROR_TYPES_BY_CODE = {"model_not_found": "invalid_request_error"}
-
 # Passed parameters the endpoint below builds itself rather than passing them as they come.
 _OWN_INPUTS = frozenset(p.name for p in openai_params.PARAMS if p.built)
-
-
-def openai_error(error: ApiError) -> WebResponse:
-    kind = ERROR_TYPES_BY_CODE.get(error.code) or ERROR_TYPES.get(
-        error.status, "server_error" if error.status >= 500 else "invalid_request_error"
-    )
-    body = {
-        "error": {"message": error.message, "type": kind, "param": error.param, "code": error.code}
-    }
-    return json_response(error.status, body, error.headers, code=error.code)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class CompletionRequest:
-    """``options``: the passed parameters, as sent; ``json_mode``: asked for JSON output,
-    which Workers AI does not stream, so the model is asked for the whole answer."""
-
-    model: str
-    messages: tuple[dict[str, Any], ...]
-    max_tokens: int
-    options: tuple[tuple[str, Any], ...]
-    stream: bool
-    include_usage: bool
-    json_mode: bool = False
-    stop: tuple[str, ...] = ()  # cut by the relay, never sent to the model
-    # The client's own conversation keys, first wins: prompt_cache_key, user (affinity.py).
-    cache_keys: tuple[str | None, ...] = ()
-
-    def ai_inputs(self) -> dict[str, Any]:
-        inputs: dict[str, Any] = {
-            "messages": [dict(m) for m in self.messages],
-            # Streamed from the model even for a client that wants the whole answer: then
-            # silence times out, not length (the run() call itself is bounded by the idle limit).
-            "stream": not self.json_mode,
-            "max_tokens": self.max_tokens,
-        }
-        inputs.update(self.options)
-        return inputs
-
-
-def stream_options(body: dict[str, Any], stream: bool) -> bool:
-    options = body.get("stream_options")
-    if options is None:
-        return False
-    if not stream:
-        raise invalid("stream_options", "is only allowed when stream is true")
-    if not isinstance(options, dict):
-        raise invalid("stream_options", "must be an object")
-    for key, value in options.items():
-        if key not in ("include_usage", "include_obfuscation"):
-            raise invalid(
-                f"stream_options.{clip(key)}",
-                "unknown field; supported: include_usage, include_obfuscation",
-            )
-        if value is not None and not isinstance(value, bool):
-            raise invalid(f"stream_options.{clip(key)}", "must be a boolean")
-    return options.get("include_usage") is True
 
 
 def parse_completion(body: dict[str, Any], ctx: Context) -> CompletionRequest:
@@ -155,33 +92,15 @@ def parse_completion(body: dict[str, Any], ctx: Context) -> CompletionRequest:
     )
 
 
-class ChunkEncoder(Protocol):
-    """An OpenAI door's encoder of chunks, made once the model that answers is known."""
-
-    def __call__(self, *, model: str, include_usage: bool) -> Encoder: ...
-
-
-async def streamed(
-    ctx: Context, asked: service.Asked, chunks: ChunkEncoder, *, include_usage: bool
-) -> WebResponse:
-    """The streamed answer of an OpenAI door (chat and legacy completions): `chunks` names the
-    model that answers (the one asked, or a fallback)."""
-    return await service.streamed(
-        ctx.model,
-        ctx.settings,
-        asked,
-        lambda model: chunks(model=model, include_usage=include_usage),
-    )
-
-
 async def completions(ctx: Context) -> WebResponse:
     request = parse_completion(await parse_body(ctx), ctx)
     session = affinity.key(
         [ctx.request.headers.get(affinity.HEADER), *request.cache_keys], request.messages
     )
-    asked = service.Asked(
+    asked = service.Asked.one(
         model=request.model,
-        calls=(service.Call(inputs=request.ai_inputs(), session=session),),
+        inputs=request.ai_inputs(),
+        session=session,
         key_id=ctx.key_id,
         max_tokens=request.max_tokens,
         stops=request.stop,
@@ -189,10 +108,16 @@ async def completions(ctx: Context) -> WebResponse:
     id, created = "chatcmpl-" + os.urandom(12).hex(), int(time.time())
     if request.stream:
         # A one-shot result (JSON mode) goes out as the same chunks: the shell runs relay_whole.
-        chunks = partial(CompletionEncoder, id=id, created=created)
-        return await streamed(ctx, asked, chunks, include_usage=request.include_usage)
+        usage = request.include_usage
+        return await answers.streamed(
+            ctx,
+            asked,
+            lambda model: CompletionEncoder(
+                id=id, created=created, model=model, include_usage=usage
+            ),
+        )
     collector = Collector(id=id)
-    [answer] = await service.answers_whole(ctx.model, ctx.settings, asked, [collector])
+    [answer] = await answers.whole(ctx, asked, [service.named_by_answer(collector)])
     finished = answer.finished
     completion: dict[str, Any] = {
         "id": id,

@@ -20,9 +20,10 @@ from base import catalog
 from base.errors import ApiError, clip, invalid, json_shown
 from checks.chat_request import parse_max_tokens, parse_model
 from checks.messages import OPENAI, parse_conversation
-from common import openai_params
+from checks.stops import parse_stop
+from common import answers, openai_params
 from common.openai_messages import parse_tool_choice, parse_tools
-from doors.openai_chat.openai_compat import CompletionRequest, openai_error
+from common.openai_request import CompletionRequest, openai_error
 from doors.responses import responses_stored as stored
 from doors.responses.responses_events import ResponsesEncoder
 from doors.responses.responses_input import (
@@ -36,11 +37,10 @@ from doors.responses.responses_input import (
     text_format,
 )
 from doors.responses.responses_stored import History
-from streaming.stop import parse_stop
 from surface.routing import Api, Context, Route, parse_body
-from surface.web import SSE_HEADERS, Relayed, WebResponse, json_response
+from surface.web import WebResponse, json_response
 from workers_ai import affinity
-from workers_ai.service import answer_whole, new_relay, open_answer
+from workers_ai.service import Asked
 
 PATH = "/v1/responses"
 
@@ -209,45 +209,48 @@ async def responses(ctx: Context) -> WebResponse:
         assert history is not None  # storage is there
         stored.check_size(history, ctx)
     completion = request.completion
-    opened = await open_answer(
-        ctx.model,
-        ctx.settings,
-        completion.model,
-        completion.ai_inputs(),
+    asked = Asked.one(
+        model=completion.model,
+        inputs=completion.ai_inputs(),
         session=affinity.key(
             [ctx.request.headers.get(affinity.HEADER), *completion.cache_keys],
             completion.messages,
         ),
         key_id=ctx.key_id,
+        max_tokens=completion.max_tokens,
+        stops=completion.stop,
     )
     created_at = int(time.time())
-    encoder = ResponsesEncoder(
-        id=id,
-        created_at=created_at,
-        model=opened.model,  # the model that answers: a fallback, maybe
-        echo=request.echo,
-        stream=completion.stream,
-    )
-    relay = new_relay(ctx.settings, encoder, completion.max_tokens, opened.model, completion.stop)
+    made: list[ResponsesEncoder] = []  # the one encoder, once the model that answers is known
+
+    def encoder(model: str) -> ResponsesEncoder:
+        made.append(
+            ResponsesEncoder(
+                id=id,
+                created_at=created_at,
+                model=model,  # the model that answers: a fallback, maybe
+                echo=request.echo,
+                stream=completion.stream,
+            )
+        )
+        return made[-1]
+
     saver = None
     if store:
         assert history is not None
-        saver = stored.Saver(ctx, id, created_at, history, lambda gone: encoder.abandoned())
+        saver = stored.Saver(ctx, id, created_at, history, lambda gone: made[-1].abandoned())
     if completion.stream:
         # Written when the answer has ended, by the same pipe that relays it (no round trip
         # before the last bytes); the request's context waits for the write.
-        return WebResponse(
-            status=200,
-            headers=SSE_HEADERS,
-            body=Relayed(
-                source=opened.source, relay=relay, after=None if saver is None else saver.after
-            ),
+        return await answers.streamed(
+            ctx, asked, encoder, after=None if saver is None else saver.after
         )
-    finished = await answer_whole(ctx.model, opened.source, relay)
-    assert encoder.response is not None  # set with every ending the relay reports
+    [answer] = await answers.whole(ctx, asked, [encoder])
+    response = made[-1].response
+    assert response is not None  # set with every ending the relay reports
     if saver is not None:
         await saver.put()
-    return json_response(200, encoder.response, usage=finished.usage)
+    return json_response(200, response, usage=answer.finished.usage)
 
 
 RESPONSES_API = Api(

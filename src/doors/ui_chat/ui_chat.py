@@ -27,15 +27,16 @@ from checks.chat_request import (
     reject_unknown,
 )
 from checks.messages import OPENAI, parse_conversation
+from checks.stops import parse_stop
+from common import answers
 from common.openai_messages import parse_tools
-from doors.openai_chat.openai_compat import CompletionRequest
+from common.openai_request import CompletionRequest
 from doors.ui_chat.ui_stream import HEADERS, UIMessageEncoder
-from streaming.stop import parse_stop
 from surface.guard import PAGE_OR_KEY
 from surface.routing import Api, Context, Route, app_error, parse_body
-from surface.web import SSE_HEADERS, Relayed, WebResponse
+from surface.web import WebResponse
 from workers_ai import affinity
-from workers_ai.service import new_relay, open_answer
+from workers_ai.service import Asked
 
 PATH = "/api/v1/ui-chat"
 FIELDS = (
@@ -250,26 +251,24 @@ def parse_ui_chat(body: dict[str, Any], ctx: Context) -> UiChatRequest:
 async def ui_chat(ctx: Context) -> WebResponse:
     parsed = parse_ui_chat(await parse_body(ctx), ctx)
     request = parsed.completion
-    opened = await open_answer(
-        ctx.model,
-        ctx.settings,
-        request.model,
-        request.ai_inputs(),
+    asked = Asked.one(
+        model=request.model,
+        inputs=request.ai_inputs(),
         session=affinity.key(
             [ctx.request.headers.get(affinity.HEADER), parsed.chat_id], request.messages
         ),
         key_id=ctx.key_id,
+        max_tokens=request.max_tokens,
+        stops=request.stop,
     )
     # Tool-call ids too: a continued message's steps must not reuse one.
     fresh = os.urandom(12).hex()
-    encoder = UIMessageEncoder(
-        message_id=parsed.message_id or "msg_" + fresh, model=opened.model, call_prefix=fresh
-    )
-    relay = new_relay(ctx.settings, encoder, request.max_tokens, opened.model, request.stop)
-    return WebResponse(
-        status=200,
-        headers=SSE_HEADERS + HEADERS,
-        body=Relayed(source=opened.source, relay=relay),
+    message_id = parsed.message_id or "msg_" + fresh
+    return await answers.streamed(
+        ctx,
+        asked,
+        lambda model: UIMessageEncoder(message_id=message_id, model=model, call_prefix=fresh),
+        headers=HEADERS,
     )
 
 

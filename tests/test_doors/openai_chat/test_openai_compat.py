@@ -7,7 +7,8 @@ from fakes import completion_context, no_body
 from base.errors import ApiError
 from base.settings import load
 from common.openai_events import Collector, CompletionEncoder, openai_usage
-from doors.openai_chat.openai_compat import openai_error, parse_completion
+from common.openai_request import openai_error
+from doors.openai_chat.openai_compat import parse_completion
 from streaming.relay import Failed, Finished
 from streaming.upstream import TEXT, THINKING
 from surface.web import WebRequest
