@@ -14,11 +14,12 @@ from checks.messages import CHAT, parse_conversation
 from streaming.stop import parse_stop
 from surface.errors import ApiError, clip, invalid, json_shown, shown
 from surface.settings import Settings
-from workers_ai import catalog
+from workers_ai import catalog, thinking
 
 CHAT_FIELDS = ("messages", "model", "max_tokens", "temperature", "reasoning_effort", "stop")
 TEMPERATURE_RANGE = (0.0, 5.0)  # what Workers AI text models accept
-REASONING_EFFORTS = ("low", "medium", "high")
+# What a client may ask; each model gets what it takes (workers_ai/thinking.py).
+REASONING_EFFORTS = thinking.EFFORTS
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
