@@ -19,6 +19,7 @@ import js
 from pyodide.ffi import to_js
 from workers import Response, WorkerEntrypoint
 
+from shell.access_keys import WebCryptoVerifier
 from shell.bindings import (
     DurableConversations,
     DurableOwnerIndexes,
@@ -184,6 +185,7 @@ class Default(WorkerEntrypoint):  # type: ignore[misc]  # the SDK has no stubs
                 shell=_Shell(self.env),
                 responses=None if stored is None else DurableResponses(stored, self.ctx),
                 owner_indexes=indexes,
+                verifier=WebCryptoVerifier(),
             )
         except Exception:
             trace = redacted(traceback.format_exc())

@@ -1,13 +1,15 @@
 """The policy every request passes, in order: the early routes (health, local stats), the kill
-switch, the settings, CORS, the method, keys and rate limits (guard.py), then the route's
-handler; every answer leaves with API_HEADERS."""
+switch, the settings, CORS, the method, Cloudflare Access (access.py, when configured), keys
+and rate limits (guard.py), then the route's handler; every answer leaves with API_HEADERS."""
 
 from __future__ import annotations
 
 import logging
+import time
 
+from surface import access
 from surface import settings as config
-from surface.api_keys import key_id
+from surface.api_keys import SECRET, Keys, bearer, key_id
 from surface.errors import ApiError, clip
 from surface.guard import guard
 from surface.rate_limit import Limiter
@@ -79,8 +81,10 @@ async def handle(
     shell: Shell | None = None,
     responses: StoredResponses | None = None,
     owner_indexes: OwnerIndexes | None = None,
+    verifier: access.Verifier | None = None,
 ) -> WebResponse:
-    """Every answer, error or not, leaves through here with API_HEADERS."""
+    """Every answer, error or not, leaves through here with API_HEADERS. `verifier`: the
+    shell's key fetch and signature check, for Cloudflare Access."""
     route = table.find(request.path)
     if route is not None and route.early is not None and shell is not None:
         return _early(request, env, table, route.early, route.local_only, shell)
@@ -93,6 +97,7 @@ async def handle(
             (limiter, key_limiter, read_limiter),
             (conversations, owner_indexes),
             responses,
+            verifier,
         )
     ).with_headers(API_HEADERS)
     return without_body(answer) if request.method == "HEAD" else answer
@@ -126,6 +131,7 @@ async def _answer(
     limiters: tuple[Limiter | None, Limiter | None, Limiter | None],
     durable: tuple[Conversations | None, OwnerIndexes | None],
     responses: StoredResponses | None = None,
+    verifier: access.Verifier | None = None,
 ) -> WebResponse:
     limiter, key_limiter, read_limiter = limiters
     conversations, owner_indexes = durable
@@ -138,6 +144,7 @@ async def _answer(
         )
     try:
         settings = config.load(env)
+        access_settings = access.config(env)
     except SettingsError as exc:
         log.error("misconfigured: %s", exc)
         return route.render_error(
@@ -157,9 +164,23 @@ async def _answer(
     reading = request.method in route.read_methods or (
         request.method == "HEAD" and "GET" in route.read_methods
     )
+    identity = None
+    if access_settings is not None and (
+        access.HEADER in request.headers
+        or bearer(request.headers) is None
+        or not Keys.parse(env(SECRET))
+    ):
+        # A program may present one of API_KEYS instead (guard checks it); anything else needs
+        # a valid Access token, and a person it names needs no key.
+        try:
+            identity = await access.authenticate(
+                request.headers, access_settings, verifier or _NO_VERIFIER, time.time()
+            )
+        except ApiError as error:
+            return route.render_error(error).with_headers(cors)
     refusal, key = await guard(
         request,
-        access=route.access,
+        access=None if identity is not None else route.access,
         metered=route.metered and not reading,
         env=env,
         limiter=limiter,
@@ -178,6 +199,7 @@ async def _answer(
         responses=responses,
         owner_indexes=owner_indexes,
         env=env,
+        identity=identity,
     )
     try:
         response = await handler(context)
@@ -190,3 +212,16 @@ async def _answer(
             ApiError(500, "internal_error", "The request could not be handled.")
         )
     return response.with_headers(cors)
+
+
+class _NoVerifier:
+    """Access configured with no shell to check signatures (host tests): every token fails."""
+
+    async def fetch_keys(self, url: str) -> object:
+        raise RuntimeError("no verifier")
+
+    async def verify(self, jwk: dict[str, object], signed: bytes, signature: bytes) -> bool:
+        return False
+
+
+_NO_VERIFIER = _NoVerifier()

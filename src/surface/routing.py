@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from checks.chat_request import check_content_type, parse_json, read_body
+from surface.access import Identity
 from surface.errors import ApiError, clip
 from surface.guard import KEY_ONLY, Access
 from surface.settings import Lookup, Settings
@@ -69,6 +70,7 @@ class Context:
     responses: StoredResponses | None = None  # None: no RESPONSES binding (nothing stored)
     owner_indexes: OwnerIndexes | None = None  # None: no OWNERS binding
     env: Lookup | None = None  # the vars and secrets, for what Settings does not hold
+    identity: Identity | None = None  # the Cloudflare Access identity, when Access is on
 
 
 Handler = Callable[[Context], Awaitable[WebResponse]]
