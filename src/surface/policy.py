@@ -7,13 +7,13 @@ from __future__ import annotations
 import logging
 import time
 
-from surface import access
+from surface import access, daily_budget
 from surface import settings as config
 from surface.api_keys import SECRET, Keys, bearer, key_id
 from surface.errors import ApiError, clip
 from surface.guard import guard
 from surface.rate_limit import Limiter
-from surface.request_log import redacted
+from surface.request_log import CURRENT, redacted
 from surface.routing import (
     EARLY_ALLOW,
     LOCAL_VAR,
@@ -29,6 +29,7 @@ from surface.routing import (
     not_allowed,
 )
 from surface.settings import Lookup, SettingsError
+from surface.usage_api import budget_owner
 from surface.web import API_HEADERS, Headers, WebRequest, WebResponse, origin_of, without_body
 from workers_ai.service import ChatModel
 
@@ -82,9 +83,11 @@ async def handle(
     responses: StoredResponses | None = None,
     owner_indexes: OwnerIndexes | None = None,
     verifier: access.Verifier | None = None,
+    budgets: daily_budget.Budgets | None = None,
 ) -> WebResponse:
     """Every answer, error or not, leaves through here with API_HEADERS. `verifier`: the
-    shell's key fetch and signature check, for Cloudflare Access."""
+    shell's key fetch and signature check, for Cloudflare Access; `budgets`: the owners'
+    daily counts (OWNER_DAILY_TOKENS)."""
     route = table.find(request.path)
     if route is not None and route.early is not None and shell is not None:
         return _early(request, env, table, route.early, route.local_only, shell)
@@ -98,6 +101,7 @@ async def handle(
             (conversations, owner_indexes),
             responses,
             verifier,
+            budgets,
         )
     ).with_headers(API_HEADERS)
     return without_body(answer) if request.method == "HEAD" else answer
@@ -132,6 +136,7 @@ async def _answer(
     durable: tuple[Conversations | None, OwnerIndexes | None],
     responses: StoredResponses | None = None,
     verifier: access.Verifier | None = None,
+    budgets: daily_budget.Budgets | None = None,
 ) -> WebResponse:
     limiter, key_limiter, read_limiter = limiters
     conversations, owner_indexes = durable
@@ -145,6 +150,11 @@ async def _answer(
     try:
         settings = config.load(env)
         access_settings = access.config(env)
+        cap = daily_budget.limit(env)
+        if cap is not None and budgets is None:
+            raise SettingsError(
+                f"{daily_budget.VAR} is set but the {daily_budget.BINDING} binding is not"
+            )
     except SettingsError as exc:
         log.error("misconfigured: %s", exc)
         return route.render_error(
@@ -200,8 +210,11 @@ async def _answer(
         owner_indexes=owner_indexes,
         env=env,
         identity=identity,
+        budgets=budgets,
     )
     try:
+        if cap is not None and budgets is not None and route.metered and not reading:
+            await _within_budget(context, budgets, cap)
         response = await handler(context)
     except ApiError as error:
         response = route.render_error(error)
@@ -212,6 +225,26 @@ async def _answer(
             ApiError(500, "internal_error", "The request could not be handled.")
         )
     return response.with_headers(cors)
+
+
+async def _within_budget(ctx: Context, budgets: daily_budget.Budgets, cap: int) -> None:
+    """Before a model call: today's count of the request's owner under OWNER_DAILY_TOKENS (else
+    429 budget_exceeded); then what the answer reports is added to it when the request's line
+    is written (request_log.RequestLog.spend). A count that cannot be read refuses: never open."""
+    owner = budget_owner(ctx)
+    try:
+        used = await budgets.used(owner)
+    except Exception as exc:
+        log.error("the budget could not be read: %s", exc)
+        raise ApiError(
+            503, "budget_unavailable", "The daily budget could not be checked; try again."
+        ) from None
+    if used >= cap:
+        raise daily_budget.exceeded(used, cap, time.time())
+    record = CURRENT.get()
+    if record is not None:
+        record.spend = lambda tokens: budgets.spend(owner, tokens)
+        record.budget_owner = owner
 
 
 class _NoVerifier:

@@ -10,6 +10,7 @@ from typing import Any, Protocol
 
 from checks.chat_request import check_content_type, parse_json, read_body
 from surface.access import Identity
+from surface.daily_budget import Budgets
 from surface.errors import ApiError, clip
 from surface.guard import KEY_ONLY, Access
 from surface.settings import Lookup, Settings
@@ -71,6 +72,7 @@ class Context:
     owner_indexes: OwnerIndexes | None = None  # None: no OWNERS binding
     env: Lookup | None = None  # the vars and secrets, for what Settings does not hold
     identity: Identity | None = None  # the Cloudflare Access identity, when Access is on
+    budgets: Budgets | None = None  # None: no BUDGETS binding (daily_budget.py)
 
 
 Handler = Callable[[Context], Awaitable[WebResponse]]
