@@ -176,9 +176,10 @@ def test_a_durable_turn_logs_its_model_tokens_and_outcome(rt: Runtime) -> None:
         time.sleep(0.05)
     ok, busy = line(request_id), line(failed_id)
     assert ok is not None and busy is not None, rt.log[-20:]
-    assert [
-        l for l in rt.log if f'"request_id":"{request_id}"' in l and '"message":"request"' in l
-    ].__len__() == 1
+    lines = [
+        t for t in rt.log if f'"request_id":"{request_id}"' in t and '"message":"request"' in t
+    ]
+    assert len(lines) == 1, lines
     assert (ok["model"], ok["outcome"], ok["code"]) == (GEMMA, "complete", None), ok
     assert (ok["tokens_in"], ok["tokens_out"]) == (
         stop["prompt_tokens"],
