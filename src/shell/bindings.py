@@ -23,7 +23,7 @@ from shell.js_glue import js_bind, js_object
 from shell.jsstream import JsByteSource, RelayPipe
 from streaming.relay import OneShot, Relay, Source, Upstream
 from surface import rate_limit
-from surface.request_log import RequestLog
+from surface.request_log import CURRENT, RequestLog
 from surface.web import Forwarded, WebResponse
 from workers_ai import gateway, service, upstream_errors
 
@@ -33,6 +33,14 @@ ID_HEADER = "x-conversation-id"
 # keyed hash, never a token), and a stored response its expiry in.
 OWNER_HEADER = "x-owner"
 EXPIRES_HEADER = "x-expires-at"
+# A durable turn's request line is the object's (it knows the answer's model, tokens and real
+# outcome): the request id and whose budget it spends go to the object; a turn it logs comes
+# back marked, and an error it answers names its code and the model asked.
+REQUEST_ID_HEADER = "x-request-id"
+BUDGET_OWNER_HEADER = "x-budget-owner"
+LOGGED_HEADER = "x-turn-logged"
+ERROR_CODE_HEADER = "x-error-code"
+MODEL_HEADER = "x-model"
 # How long a request waits for env.AI.models() before going on with the facts it has.
 CATALOG_WAIT_MS = 2000
 
@@ -189,12 +197,24 @@ class DurableConversations:
             headers.append("x-after", after)
         if owner is not None:
             headers.append(OWNER_HEADER, owner)
+        record = CURRENT.get()
+        if record is not None:
+            headers.append(REQUEST_ID_HEADER, record.request_id)
+            if record.budget_owner is not None:
+                headers.append(BUDGET_OWNER_HEADER, record.budget_owner)
         init["headers"] = headers
         response = await stub.fetch(js.Request.new(f"https://conversation/{op}", js_object(init)))
         content_type = response.headers.get("content-type")
         kept = (("content-type", content_type),) if isinstance(content_type, str) else ()
+        code = response.headers.get(ERROR_CODE_HEADER)
+        model = response.headers.get(MODEL_HEADER)
+        if record is not None and isinstance(model, str):
+            record.model = model
         return WebResponse(
-            status=int(response.status), headers=kept, body=Forwarded(response=response)
+            status=int(response.status),
+            headers=kept,
+            body=Forwarded(response=response, logged=response.headers.get(LOGGED_HEADER) == "1"),
+            code=code if isinstance(code, str) else None,
         )
 
 

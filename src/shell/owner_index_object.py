@@ -12,8 +12,8 @@ from urllib.parse import urlsplit
 from workers import DurableObject, Response
 
 from base.errors import ApiError
-from common.owners import OwnerIndex
 from shell.js_glue import DurableSql, js_headers
+from surface.owners import OwnerIndex
 from surface.request_log import redacted
 from surface.web import JSON_HEADERS
 

@@ -10,7 +10,9 @@ from typing import Any, Protocol
 
 from base.errors import ApiError, clip
 from base.settings import Lookup, Settings
+from surface.access import Identity
 from surface.body import check_content_type, parse_json, read_body
+from surface.daily_budget import Budgets
 from surface.guard import KEY_ONLY, Access
 from surface.web import WebRequest, WebResponse, json_response
 from workers_ai.service import ChatModel
@@ -69,6 +71,8 @@ class Context:
     responses: StoredResponses | None = None  # None: no RESPONSES binding (nothing stored)
     owner_indexes: OwnerIndexes | None = None  # None: no OWNERS binding
     env: Lookup | None = None  # the vars and secrets, for what Settings does not hold
+    identity: Identity | None = None  # the Cloudflare Access identity, when Access is on
+    budgets: Budgets | None = None  # None: no BUDGETS binding (daily_budget.py)
 
 
 Handler = Callable[[Context], Awaitable[WebResponse]]

@@ -11,8 +11,9 @@ so an owner cannot learn that another owner's response exists.
 
 from __future__ import annotations
 
-from common.conversation_store import PART_CHARS, Sql
-from common.owners import same_owner
+from base.sql import Sql
+from common.conversation_store import PART_CHARS
+from surface.owners import same_owner
 
 SCHEMA = (
     "CREATE TABLE IF NOT EXISTS record (i INTEGER PRIMARY KEY, data TEXT NOT NULL)",

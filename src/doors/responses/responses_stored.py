@@ -27,8 +27,8 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from base.errors import ApiError, invalid
-from common.owners import request_owner
 from doors.responses.responses_input import STATELESS
+from surface.owners import request_owner
 from surface.routing import Context, StoredResponses
 from surface.web import WebResponse, json_response
 

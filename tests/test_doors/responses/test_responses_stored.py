@@ -12,9 +12,9 @@ from fakes import completion_context
 
 from base.errors import ApiError
 from base.settings import load
-from common.owners import owner_of
 from doors.responses import responses_stored as stored
 from doors.responses.responses_api import parse_responses
+from surface.owners import owner_of
 
 SETTINGS = load({"AI_MODELS": "@cf/google/gemma-4-26b-a4b-it"}.get)
 HEX = "ab" * 16
