@@ -25,6 +25,7 @@ from common import answers, openai_params
 from common.openai_messages import parse_tool_choice, parse_tools
 from common.openai_request import CompletionRequest, openai_error
 from doors.responses import responses_stored as stored
+from doors.responses.expansion import Budget
 from doors.responses.responses_events import ResponsesEncoder
 from doors.responses.responses_input import (
     flat_tool_choice,
@@ -147,13 +148,17 @@ def parse_responses(
     stream = body.get("stream")
     if stream is not None and not isinstance(stream, bool):
         raise invalid("stream", "must be a boolean")
+    reasons = catalog.info(model).reasons  # reasoning items for one that does not: dropped
     if history is None:
-        messages, names = input_messages(body.get("input"), body.get("instructions"))
+        messages, names = input_messages(
+            body.get("input"), body.get("instructions"), reasons=reasons
+        )
     else:
         messages, names = input_messages(
             [*history.context, *history.input],
             body.get("instructions"),
             stored=len(history.context),
+            reasons=reasons,
         )
     try:
         conversation = parse_conversation(
@@ -203,7 +208,9 @@ async def responses(ctx: Context) -> WebResponse:
     body = await parse_body(ctx)
     id = stored.new_id()
     store = stored.wants_store(body, ctx)
-    history = await stored.history(body, ctx, id, store=store)
+    # What the input expands to is counted against the model's budgets as it is read.
+    budget = Budget(ctx.settings, parse_model(body.get("model"), ctx.settings))
+    history = await stored.history(body, ctx, id, store=store, budget=budget)
     request = parse_responses(body, ctx, history, store=store)
     if store:
         assert history is not None  # storage is there

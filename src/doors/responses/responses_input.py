@@ -99,11 +99,12 @@ def _string_field(where: str, item: dict[str, Any], key: str) -> str:
 
 
 def input_messages(
-    value: object, instructions: object, *, stored: int = 0
+    value: object, instructions: object, *, stored: int = 0, reasons: bool = True
 ) -> tuple[list[Any], list[str]]:
     """Chat Completions messages from `instructions` and `input`, and for each message the
     name of the input item it came from (for error messages). The first `stored` items are a
-    stored response's (previous_response_id), named so; the request's own follow."""
+    stored response's (previous_response_id), named so; the request's own follow. Reasoning
+    items are checked and, for a model that does not reason (`reasons`), not read further."""
     messages: list[Any] = []
     names: list[str] = []
     if instructions is not None:
@@ -175,6 +176,8 @@ def input_messages(
             names.append(where)
         elif kind == "reasoning":
             _only(where, item, _REASONING_KEYS)
+            if not reasons:
+                continue
             texts = item.get("content") or item.get("summary") or []
             reasoning += _text_of(f"{where}.content", texts, ("reasoning_text", "summary_text"))
         elif kind == "item_reference":

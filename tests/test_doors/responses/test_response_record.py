@@ -48,3 +48,28 @@ def test_reset_makes_the_tables_again_after_they_were_dropped() -> None:
     sql.run("DROP TABLE meta")  # what deleteAll() does to a Durable Object's SQLite
     record.reset()
     assert record.load(owner="", now=0) is None
+
+
+def test_a_continued_response_lasts_as_long_as_what_continues_it() -> None:
+    record = ResponseRecord(Lite())
+    record.save("{}", owner="k1", expires_at=100)
+    assert record.keep_until(50) is False and record.expires_at() == 100  # never shortened
+    assert record.keep_until(300) is True and record.expires_at() == 300
+    assert record.load(owner="k1", now=200) == "{}" and not record.expired(200)
+
+
+def test_deleting_one_nothing_continues_removes_it_at_once() -> None:
+    record = ResponseRecord(Lite())
+    record.save("{}", owner="k1", expires_at=100)
+    assert record.delete() is True  # the object then deletes all it holds
+
+
+def test_deleting_a_continued_one_keeps_its_items_for_its_chains_only() -> None:
+    record = ResponseRecord(Lite())
+    record.save('{"a":1}', owner="k1", expires_at=100)
+    record.keep_until(300)
+    assert record.delete() is False and record.deleted()
+    assert record.load(owner="k1", now=0) is None  # GET, input_items, previous_response_id
+    assert record.load(owner="k1", now=0, deleted_too=True) == '{"a":1}'  # a chain's link
+    assert record.load(owner="k2", now=0, deleted_too=True) is None  # still its owner's only
+    assert record.expired(300)  # and gone when the last that continues it may go
