@@ -57,8 +57,9 @@ class StoredResponse(DurableObject):  # type: ignore[misc]  # the SDK has no stu
                 if text is None:
                     return Response(None, status=404)
                 keep = raw.headers.get(EXPIRES_HEADER)
-                if op == "link" and keep and self._record.keep_until(float(str(keep))):
-                    await self.ctx.storage.setAlarm(int(float(str(keep)) * 1000))
+                moved = self._record.keep_until(float(str(keep))) if op == "link" and keep else None
+                if moved is not None:
+                    await self.ctx.storage.setAlarm(int(moved * 1000))
                 return Response(text, status=200, headers=js_headers(JSON_HEADERS))
             if op == "delete":
                 if not self._record.owned(owner=owner, now=now) or self._record.deleted():

@@ -20,6 +20,9 @@ from __future__ import annotations
 from common.conversation_store import PART_CHARS, Sql
 from common.owners import same_owner
 
+# What a continued response's expiry is pushed past the expiry of what continues it.
+KEEP_SLACK = 86400.0
+
 SCHEMA = (
     "CREATE TABLE IF NOT EXISTS record (i INTEGER PRIMARY KEY, data TEXT NOT NULL)",
     "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
@@ -86,16 +89,23 @@ class ResponseRecord:
             return None
         return "".join(row["data"] for row in self._sql.rows("SELECT data FROM record ORDER BY i"))
 
-    def keep_until(self, at: float) -> bool:
-        """A response that continues this one is stored until `at`: this one lasts as long.
-        Whether the expiry moved (the object then moves its alarm)."""
-        current = self.expires_at()
-        moved = current is not None and at > current
+    def keep_until(self, at: float) -> float | None:
+        """A response that continues this one is stored until `at`: this one lasts as long,
+        and a day more, so that a chain continued many times a day writes to each link once a
+        day, not on every turn. The new expiry when it moved (the object then moves its alarm),
+        else None."""
+        meta = self._meta()
+        current = meta.get("expires_at")
+        if current is None:
+            return None
+        moved = at + KEEP_SLACK if at > float(current) else None
+        if moved is None and meta.get("continued") == "1":
+            return None
 
         def work() -> None:
             self._set("continued", "1")
-            if moved:
-                self._set("expires_at", repr(float(at)))
+            if moved is not None:
+                self._set("expires_at", repr(float(moved)))
 
         self._sql.atomic(work)
         return moved
