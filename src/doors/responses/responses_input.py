@@ -119,6 +119,7 @@ def input_messages(
     if not isinstance(value, list) or not value:
         raise invalid("input", "must be a string or a non-empty array of input items")
     reasoning = ""  # a reasoning item's text, for the assistant message that follows it
+    calls: set[str] = set()  # the call_id of every function_call so far
 
     def assistant(where: str) -> dict[str, Any]:
         """The assistant message a function call joins: the one just before, or a new one."""
@@ -157,8 +158,10 @@ def input_messages(
             arguments = item.get("arguments")
             if not isinstance(arguments, str):
                 raise invalid(f"{where}.arguments", "must be a string (JSON text)")
+            call_id = _string_field(where, item, "call_id")
+            calls.add(call_id)
             call = {
-                "id": _string_field(where, item, "call_id"),
+                "id": call_id,
                 "type": "function",
                 "function": {"name": _string_field(where, item, "name"), "arguments": arguments},
             }
@@ -166,13 +169,14 @@ def input_messages(
         elif kind == "function_call_output":
             _only(where, item, _OUTPUT_KEYS)
             output = _text_of(f"{where}.output", item.get("output"), ("input_text", "output_text"))
-            messages.append(
-                {
-                    "role": "tool",
-                    "tool_call_id": _string_field(where, item, "call_id"),
-                    "content": output,
-                }
-            )
+            call_id = _string_field(where, item, "call_id")
+            if call_id not in calls:
+                raise invalid(
+                    f"{where}.call_id",
+                    f"{shown(call_id)} answers no function_call before it in the conversation "
+                    "(send the function_call item first, or continue with previous_response_id)",
+                )
+            messages.append({"role": "tool", "tool_call_id": call_id, "content": output})
             names.append(where)
         elif kind == "reasoning":
             _only(where, item, _REASONING_KEYS)

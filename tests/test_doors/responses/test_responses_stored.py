@@ -360,3 +360,29 @@ def test_a_long_chain_past_the_window_is_refused_after_one_read() -> None:
         "previous_response_id",
     )
     assert fake.links == [f"resp_{99:032x}"]  # only the last link: its size says it all
+
+
+def test_a_tool_output_answers_a_call_the_stored_response_made() -> None:
+    fake = FakeStore()
+    call = {
+        "type": "function_call",
+        "id": f"fc_{HEX}_0",
+        "call_id": "call_7",
+        "name": "f",
+        "arguments": "{}",
+    }
+    fake.records[OLD] = ("", {**TURN_ONE, "response": {"id": OLD, "output": [call]}})
+    ctx = context(fake)
+    answer = {"type": "function_call_output", "call_id": "call_7", "output": "42"}
+    body = {"input": [answer], "previous_response_id": OLD}
+    found = history(body, ctx)
+    request = parse_responses(body, ctx, found, store=True)
+    assert request.completion.messages[-1] == {
+        "role": "tool",
+        "tool_call_id": "call_7",
+        "content": "42",
+    }
+    stray = {"input": [{**answer, "call_id": "call_8"}], "previous_response_id": OLD}
+    with pytest.raises(ApiError) as info:
+        parse_responses(stray, ctx, history(stray, ctx), store=True)
+    assert (info.value.status, info.value.param) == (400, "input[0].call_id")
