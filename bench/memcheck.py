@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import subprocess
 import sys
@@ -67,10 +68,8 @@ class Sampler:
                 self.peak_heap = max(self.peak_heap, heap)
                 self.peak_wasm = max(self.peak_wasm, wasm)
                 self.peak_sum = max(self.peak_sum, heap + wasm)
-                try:
+                with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(stop.wait(), 0.05)
-                except TimeoutError:
-                    pass
 
 
 def workerd_rss(root_pid: int) -> int:
@@ -84,7 +83,9 @@ def workerd_rss(root_pid: int) -> int:
             if int(ppid) in mine and int(pid) not in mine:
                 mine.add(int(pid))
                 grew = True
-    return sum(int(rss) * 1024 for pid, _, rss, comm in rows if int(pid) in mine and "workerd" in comm)
+    return sum(
+        int(rss) * 1024 for pid, _, rss, comm in rows if int(pid) in mine and "workerd" in comm
+    )
 
 
 # --- scenarios ------------------------------------------------------------------------------
@@ -141,7 +142,9 @@ async def conversation(http: httpx.AsyncClient) -> None:
     made = await http.post("/api/v1/conversations", json={"messages": messages})
     id = made.json()["id"]
     answers = await asyncio.gather(*(http.get(f"/api/v1/conversations/{id}") for _ in range(20)))
-    print("    reads:", sorted({a.status_code for a in answers}), f"{len(answers[0].content)} B each")
+    print(
+        "    reads:", sorted({a.status_code for a in answers}), f"{len(answers[0].content)} B each"
+    )
 
 
 async def amplification(http: httpx.AsyncClient) -> None:
@@ -158,7 +161,10 @@ async def amplification(http: httpx.AsyncClient) -> None:
     for prefix, item in items.items():
         first = await http.post(
             "/v1/responses",
-            json={"input": [item, {"role": "user", "content": "[[pace:0]] hi"}], "max_output_tokens": 8},
+            json={
+                "input": [item, {"role": "user", "content": "[[pace:0]] hi"}],
+                "max_output_tokens": 8,
+            },
         )
         ref = {"type": "item_reference", "id": f"{prefix}_{first.json()['id'][5:]}_i0"}
         for model in (SMALLER, "@cf/openai/gpt-oss-20b"):
@@ -167,12 +173,15 @@ async def amplification(http: httpx.AsyncClient) -> None:
     previous = None
     for n in range(30):
         body: dict[str, Any] = {
-            "input": f"[[pace:0]] {n} " + "c" * 20_000,
+            "input": f"[[pace:0]] {n} " + "word " * 4_000,  # the model echoes: 4 tokens of it
             "max_output_tokens": 4,
         }
         if previous:
             body["previous_response_id"] = previous
-        previous = (await http.post("/v1/responses", json=body)).json()["id"]
+        made = await http.post("/v1/responses", json=body)
+        if made.status_code != 200:
+            raise SystemExit(f"link {n} of the chain: {made.status_code} {made.text[:300]}")
+        previous = made.json()["id"]
     refused = await http.post(
         "/v1/responses",
         json={"model": SMALLER, "input": "[[pace:0]] x", "previous_response_id": previous},
@@ -196,28 +205,29 @@ async def main(args: argparse.Namespace) -> int:
     try:
         sampler = Sampler(rt)
         limits = httpx.Limits(max_connections=200)
-        async with httpx.AsyncClient(base_url=rt.url, timeout=300, limits=limits) as http:
-            print(f"{'scenario':44} {'heap+Wasm MB':>12} {'heap':>6} {'Wasm':>6} {'RSS':>6}  s")
-            for name, scenario in SCENARIOS.items():
-                if args.only and not any(o in name for o in args.only):
-                    continue
-                sampler.reset()
-                stop = asyncio.Event()
-                sampling = asyncio.create_task(sampler.run(stop))
-                started = time.monotonic()
+        print(f"{'scenario':44} {'heap+Wasm MB':>12} {'heap':>6} {'Wasm':>6} {'RSS':>6}  s")
+        for name, scenario in SCENARIOS.items():
+            if args.only and not any(o in name for o in args.only):
+                continue
+            sampler.reset()
+            stop = asyncio.Event()
+            sampling = asyncio.create_task(sampler.run(stop))
+            started = time.monotonic()
+            # A client per scenario: no connection kept from the one before.
+            async with httpx.AsyncClient(base_url=rt.url, timeout=300, limits=limits) as http:
                 await scenario(http)
-                await asyncio.sleep(0.2)
-                stop.set()
-                await sampling
-                peak = sampler.peak_sum / MB
-                print(
-                    f"{name:44} {peak:12.1f} {sampler.peak_heap / MB:6.1f} "
-                    f"{sampler.peak_wasm / MB:6.1f} {workerd_rss(rt.process.pid) / MB:6.0f}  "
-                    f"{time.monotonic() - started:.1f}",
-                    flush=True,
-                )
-                if peak > args.limit_mb:
-                    failed.append(f"{name}: {peak:.1f} MB")
+            await asyncio.sleep(0.2)
+            stop.set()
+            await sampling
+            peak = sampler.peak_sum / MB
+            print(
+                f"{name:44} {peak:12.1f} {sampler.peak_heap / MB:6.1f} "
+                f"{sampler.peak_wasm / MB:6.1f} {workerd_rss(rt.process.pid) / MB:6.0f}  "
+                f"{time.monotonic() - started:.1f}",
+                flush=True,
+            )
+            if peak > args.limit_mb:
+                failed.append(f"{name}: {peak:.1f} MB")
     finally:
         rt.stop()
     if failed:

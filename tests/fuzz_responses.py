@@ -174,9 +174,7 @@ def _item(rng: random.Random, known: Known, calls: list[str]) -> object:
         calls.append(call_id)
         item = {"type": "function_call", "call_id": call_id, "name": "f", "arguments": "{}"}
     elif kind == "function_call_output":
-        call_id = (
-            rng.choice(calls) if calls and rng.random() < 0.7 else f"call_{rng.randrange(99)}"
-        )
+        call_id = rng.choice(calls) if calls and rng.random() < 0.7 else f"call_{rng.randrange(99)}"
         item = {"type": "function_call_output", "call_id": call_id, "output": _content(rng, "tool")}
     elif kind == "reasoning":
         item = {

@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import AsyncIterator
 from typing import Any
 
-from fakes import FakeLimiter, FakeModel, frames
+from fakes import FakeLimiter, FakeModel, FakeSource, frames
 from fuzz_responses import PATH, Known, body
 from host_driver import drive
 
@@ -94,6 +94,7 @@ async def post(raw: bytes, store: MemoryResponses, model: FakeModel) -> tuple[in
         source, relay = response.body.source, response.body.relay
         if isinstance(source, OneShot):
             return response.status, relay_whole(relay, source)
+        assert isinstance(source, FakeSource), source
         return response.status, b"".join([part async for part in drive(source, relay)])
     assert isinstance(response.body, bytes)
     return response.status, response.body
