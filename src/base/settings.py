@@ -54,6 +54,8 @@ class Settings:
     embedding_models: tuple[str, ...] = DEFAULT_EMBEDDING_MODELS
     # RESPONSES_TTL_DAYS: how long a stored response (/v1/responses, store: true) is kept.
     responses_ttl_days: float = 30.0
+    # MAX_OWNER_RESPONSE_BYTES: what one owner's stored responses may hold, all together.
+    max_owner_response_bytes: int = 1024**3
 
 
 def chat_disabled(lookup: Lookup) -> bool:
@@ -156,6 +158,9 @@ def _load(lookup: Lookup) -> Settings:
         stream_window=stream_window(lookup),
         embedding_models=_embedding_models(lookup, models),
         responses_ttl_days=_number(lookup, "RESPONSES_TTL_DAYS", 30.0, float, 0.00001, 3650.0),
+        max_owner_response_bytes=_number(
+            lookup, "MAX_OWNER_RESPONSE_BYTES", 1024**3, int, 1024 * 1024, 1024**4
+        ),
     )
 
 

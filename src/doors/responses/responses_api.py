@@ -24,6 +24,7 @@ from checks.stops import parse_stop
 from common import answers, openai_params
 from common.openai_messages import parse_tool_choice, parse_tools
 from common.openai_request import CompletionRequest, openai_error
+from doors.responses import response_quota
 from doors.responses import responses_stored as stored
 from doors.responses.expansion import Budget
 from doors.responses.responses_events import ResponsesEncoder
@@ -212,10 +213,11 @@ async def responses(ctx: Context) -> WebResponse:
     budget = Budget(ctx.settings, parse_model(body.get("model"), ctx.settings))
     history = await stored.history(body, ctx, id, store=store, budget=budget)
     request = parse_responses(body, ctx, history, store=store)
+    completion = request.completion
     if store:
         assert history is not None  # storage is there
         stored.check_size(history, ctx)
-    completion = request.completion
+        await response_quota.reserve(ctx, id, history, completion.max_tokens)
     asked = Asked.one(
         model=completion.model,
         inputs=completion.ai_inputs(),

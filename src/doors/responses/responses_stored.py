@@ -341,8 +341,11 @@ async def read(ctx: Context) -> WebResponse:
 
 async def delete(ctx: Context) -> WebResponse:
     store, id = _target(ctx)
-    if not await store.delete(id, owner(ctx)):
+    who = owner(ctx)
+    if not await store.delete(id, who):
         raise _not_found("response_id", "the response was")
+    if who and ctx.owner_indexes is not None:
+        await ctx.owner_indexes.call(who, "responses_release", {"id": id})
     return json_response(200, {"id": id, "object": "response.deleted", "deleted": True})
 
 

@@ -110,3 +110,40 @@ def test_deleting_a_continued_response_keeps_what_its_continuation_reads(
         third = turn(http, {"input": "[[pace:0]] alone"})
         assert http.delete(f"/v1/responses/{third['id']}").status_code == 200
         assert http.get(f"/v1/responses/{third['id']}").status_code == 404
+
+
+@pytest.fixture(scope="module")
+def small_quota() -> Iterator[Runtime]:
+    rt = start_runtime(pace_ms=0, vars={"MAX_OWNER_RESPONSE_BYTES": str(1024 * 1024)})
+    yield rt
+    rt.stop()
+
+
+def test_an_owner_s_stored_responses_are_bounded_and_a_continuation_counts_its_own(
+    small_quota: Runtime,
+) -> None:
+    rt = small_quota
+    mine, theirs = {"X-Owner-Token": "ab" * 16}, {"X-Owner-Token": "cd" * 16}
+    big = {"input": "[[pace:0]] " + "b" * 300_000, "max_output_tokens": 8}
+    with rt.client(timeout=60) as http:
+        made = [http.post("/v1/responses", json=big, headers=mine) for _ in range(3)]
+        assert [m.status_code for m in made] == [200] * 3, [m.text[:200] for m in made]
+        calls = len(rt.calls())
+        full = http.post("/v1/responses", json=big, headers=mine)
+        assert full.status_code == 413, full.text[:300]
+        error = full.json()["error"]
+        assert (error["code"], error["param"]) == ("owner_storage_full", "store"), error
+        assert "MAX_OWNER_RESPONSE_BYTES" in error["message"]
+        assert len(rt.calls()) == calls  # refused before the model
+        # Another owner has its own; store: false is never counted.
+        assert http.post("/v1/responses", json=big, headers=theirs).status_code == 200
+        assert (
+            http.post("/v1/responses", json={**big, "store": False}, headers=mine).status_code
+            == 200
+        )
+        # A continuation of 900 KB of conversation counts its own few bytes.
+        small = {"input": "[[pace:0]] more", "previous_response_id": made[2].json()["id"]}
+        assert http.post("/v1/responses", json=small, headers=mine).status_code == 200
+        # Deleting one makes room again.
+        assert http.delete(f"/v1/responses/{made[0].json()['id']}", headers=mine).status_code == 200
+        assert http.post("/v1/responses", json=big, headers=mine).status_code == 200
