@@ -26,7 +26,8 @@ from workers_ai import budget
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Size:
     """What some items hold: JSON bytes as stored, the text the model reads (reasoning apart),
-    images and items."""
+    images, and items that become a message of their own (a function call or reasoning joins
+    the assistant message beside it, as input_messages() builds them)."""
 
     bytes: int = 0
     chars: int = 0
@@ -92,7 +93,7 @@ def measure(item: object) -> Size:
     kind = item.get("type", "message" if "role" in item else None)
     if kind == "reasoning":
         reasoning = _texts(item.get("content")) or _texts(item.get("summary"))
-        return Size(bytes=size, reasoning=reasoning, items=1)
+        return Size(bytes=size, reasoning=reasoning)
     chars = images = 0
     if kind == "message":
         content = item.get("content")
@@ -107,7 +108,7 @@ def measure(item: object) -> Size:
         chars = _string(item.get("name")) + _string(item.get("arguments"))
     elif kind == "function_call_output":
         chars = _texts(item.get("output"))
-    return Size(bytes=size, chars=chars, images=images, items=1)
+    return Size(bytes=size, chars=chars, images=images, items=int(kind != "function_call"))
 
 
 def drops(item: object, *, reasons: bool) -> bool:
@@ -183,6 +184,16 @@ class Budget:
                 "appears",
             )
         self.total = total
+
+    def refuse_links(self, links: int) -> None:
+        self._refuse(
+            "MAX_MESSAGES",
+            400,
+            "too_many_messages",
+            "previous_response_id",
+            f"the chain it continues is {links} responses long, more than "
+            f"{self._settings.max_messages} (MAX_MESSAGES); start again from its items",
+        )
 
     @staticmethod
     def _refuse(name: str, status: int, code: str, where: str, why: str) -> None:

@@ -189,6 +189,9 @@ async def history(
             raise _not_found("previous_response_id", "the previous response was")
         # The whole chain's size is in its last link: counted before any other link is read.
         before = _record_size(head)
+        links = len(head.get("chain", [])) + 1
+        if links > ctx.settings.max_messages:  # each link a read: bounded even if its items are not
+            budget.refuse_links(links)
         budget.add("previous_response_id", budget.seen(before))
         context = [
             item

@@ -386,3 +386,18 @@ def test_a_tool_output_answers_a_call_the_stored_response_made() -> None:
     with pytest.raises(ApiError) as info:
         parse_responses(stray, ctx, history(stray, ctx), store=True)
     assert (info.value.status, info.value.param) == (400, "input[0].call_id")
+
+
+def test_a_chain_longer_than_max_messages_is_refused_after_one_read() -> None:
+    fake = chain_of(12, "t")
+    ctx = dataclasses.replace(
+        context(fake), settings=dataclasses.replace(SETTINGS, max_messages=10)
+    )
+    with pytest.raises(ApiError) as info:
+        history({"input": "next", "previous_response_id": f"resp_{11:032x}"}, ctx)
+    assert (info.value.status, info.value.code, info.value.param) == (
+        400,
+        "too_many_messages",
+        "previous_response_id",
+    )
+    assert "12 responses long" in info.value.message and fake.links == [f"resp_{11:032x}"]
