@@ -11,9 +11,13 @@ item id names its response (``msg_<32 hex>_<n>``), so an item_reference finds th
 holds it.
 
 What a stored response keeps: the Response object, its input items (ids given to those that
-had none, item references resolved) and ``context``, the items before them, so that a
-response continued from it needs one read. Its size is bounded as a durable conversation's
-(MAX_CONVERSATION_BYTES, MAX_CONVERSATION_IMAGES), checked before the model is called.
+had none, item references resolved), the ids of the responses it continues (``chain``, oldest
+first) and the size of the whole conversation through it (``size``): never a copy of what it
+continues, which a continuation reads link by link, each once, after the size in the last link
+has been counted against the request's budget (expansion.py). Records written before this kept
+``context``, a copy of the items before them; they still read. The conversation's size is
+bounded as a durable conversation's (MAX_CONVERSATION_BYTES, MAX_CONVERSATION_IMAGES), checked
+before the model is called.
 """
 
 from __future__ import annotations
@@ -120,7 +124,7 @@ def _record_size(record: dict[str, Any]) -> Size:
     return total([*record.get("context", []), *_own_items(record)])
 
 
-# Links of a chain read at once: a chain is at most MAX_MESSAGES items, so this many rounds.
+# Links of a chain read at once (a chain is at most MAX_MESSAGES links).
 _LINKS_AT_ONCE = 32
 
 
