@@ -56,6 +56,8 @@ class Settings:
     responses_ttl_days: float = 30.0
     # AI_THINKING: what a request that asks no reasoning effort gets (base/thinking.py).
     thinking: str = thinking.DEFAULT_MODE
+    # MAX_OWNER_RESPONSE_BYTES: what one owner's stored responses may hold, all together.
+    max_owner_response_bytes: int = 1024**3
 
 
 def chat_disabled(lookup: Lookup) -> bool:
@@ -159,6 +161,9 @@ def _load(lookup: Lookup) -> Settings:
         embedding_models=_embedding_models(lookup, models),
         responses_ttl_days=_number(lookup, "RESPONSES_TTL_DAYS", 30.0, float, 0.00001, 3650.0),
         thinking=_thinking(lookup),
+        max_owner_response_bytes=_number(
+            lookup, "MAX_OWNER_RESPONSE_BYTES", 1024**3, int, 1024 * 1024, 1024**4
+        ),
     )
 
 

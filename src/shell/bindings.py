@@ -41,6 +41,7 @@ BUDGET_OWNER_HEADER = "x-budget-owner"
 LOGGED_HEADER = "x-turn-logged"
 ERROR_CODE_HEADER = "x-error-code"
 MODEL_HEADER = "x-model"
+DELETED_TOO_HEADER = "x-deleted-too"
 # How long a request waits for env.AI.models() before going on with the facts it has.
 CATALOG_WAIT_MS = 2000
 
@@ -229,7 +230,13 @@ class DurableResponses:
         self._writes: set[asyncio.Future[None]] = set()
 
     def _fetch(
-        self, id: str, op: str, owner: str, body: str | None = None, expires_at: float = 0
+        self,
+        id: str,
+        op: str,
+        owner: str,
+        body: str | None = None,
+        expires_at: float | None = None,
+        deleted_too: bool = False,
     ) -> Any:
         """The object's fetch() promise, as a JS promise."""
         stub = self._namespace.get(self._namespace.idFromName(id))
@@ -238,11 +245,22 @@ class DurableResponses:
         init: dict[str, Any] = {"method": "GET" if body is None else "POST", "headers": headers}
         if body is not None:
             init["body"] = body
+        if expires_at is not None:
             headers.append(EXPIRES_HEADER, repr(float(expires_at)))
+        if deleted_too:
+            headers.append(DELETED_TOO_HEADER, "1")
         return stub.fetch(js.Request.new(f"https://response/{op}", js_object(init)))
 
     async def load(self, id: str, owner: str) -> dict[str, Any] | None:
-        response = await self._fetch(id, "get", owner)
+        return await self._read(self._fetch(id, "get", owner))
+
+    async def link(
+        self, id: str, owner: str, keep_until: float | None, *, deleted_too: bool = False
+    ) -> dict[str, Any] | None:
+        return await self._read(self._fetch(id, "link", owner, None, keep_until, deleted_too))
+
+    async def _read(self, fetched: Any) -> dict[str, Any] | None:
+        response = await fetched
         if int(response.status) == 404:
             return None
         if int(response.status) != 200:

@@ -110,6 +110,8 @@ class RequestLog:
     # tried); an embedding request's batches add `model_calls`, their count.
     attempts: list[tuple[str, int | None]] = field(default_factory=list)
     details: list[str] = field(default_factory=list)
+    # The budget a refused expansion passed (doors/responses/expansion.py): its name only.
+    budget: str | None = None
     written: bool = False
     # Adds the answer's tokens (in + out) to its owner's daily count (daily_budget.py), when a
     # budget is set: called once, when the line is written, the one place every answer ends.
@@ -174,6 +176,8 @@ class RequestLog:
             line["conversation"] = self.conversation
         if self.tokens_cached is not None:
             line["tokens_cached"] = self.tokens_cached
+        if self.budget is not None:
+            line["budget"] = self.budget
         if len(self.attempts) > 1 and any(error is not None for _, error in self.attempts):
             line["attempts"] = [{"model": model, "error": error} for model, error in self.attempts]
         if len(self.attempts) > 1:

@@ -48,8 +48,17 @@ class StoredResponses(Protocol):
         """The record of response `id` if it is `owner`'s and has not expired, else None."""
         ...
 
+    async def link(
+        self, id: str, owner: str, keep_until: float | None, *, deleted_too: bool = False
+    ) -> dict[str, Any] | None:
+        """Response `id` as a link of a chain another response continues: as load(), and
+        (deleted_too) also when it was deleted but is kept for what continues it; keep_until:
+        keep it at least until then, for a response about to be stored that refers to it."""
+        ...
+
     async def delete(self, id: str, owner: str) -> bool:
-        """Deletes response `id` if it is `owner`'s; whether it did."""
+        """Deletes response `id` if it is `owner`'s; whether it did (one that others continue
+        is no longer read, continued or listed, and its items stay for them until they go)."""
         ...
 
     def save(self, id: str, owner: str, record: dict[str, Any], expires_at: float) -> None:
