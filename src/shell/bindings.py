@@ -52,6 +52,9 @@ class WorkersAi:
         self._env = env
         self._signal = signal if signal else None
         self._record = record
+        # A call of this request answers whole (drained, or asked for no stream): the shell
+        # may send its head early (surface/early_head.py).
+        self.answers_whole = False
 
     async def stream(
         self,
@@ -69,6 +72,8 @@ class WorkersAi:
         if self._signal is not None and self._signal.aborted:
             raise ClientGone()
         asked = options or service.RunOptions()
+        if inputs.get("stream") is not True:
+            self.answers_whole = True
         stop = _RunStop(self._signal, timeout)
         try:
             run_options = {
@@ -99,6 +104,7 @@ class WorkersAi:
         """The same pipe as a streamed answer (JS timers for the idle limit, the client's
         signal to stop it), with no reader: the relay's encoder collects the answer."""
         assert isinstance(source, JsByteSource), source
+        self.answers_whole = True
         window = config.shell_stream_window(env_lookup(self._env))
         await RelayPipe(source.stream, relay, self._signal, window=window, whole=True).to_end()
 

@@ -79,6 +79,8 @@ def _count(usage: object, key: str) -> int | None:
 
 
 def _outcome(status: int, code: str | None) -> str:
+    if code == "client_gone":  # a whole answer's client left: as a stream's does
+        return "client_gone"
     if code == "upstream_timeout":
         return "timed_out"
     if status >= 500:
@@ -110,6 +112,9 @@ class RequestLog:
     # tried); an embedding request's batches add `model_calls`, their count.
     attempts: list[tuple[str, int | None]] = field(default_factory=list)
     details: list[str] = field(default_factory=list)
+    # The head went out before the answer (surface/early_head.py): the client saw 200 and
+    # whitespace, then the body; `status` is the answer's own.
+    early_head: bool = False
     written: bool = False
     # Adds the answer's tokens (in + out) to its owner's daily count (daily_budget.py), when a
     # budget is set: called once, when the line is written, the one place every answer ends.
@@ -172,6 +177,8 @@ class RequestLog:
         }
         if self.conversation is not None:
             line["conversation"] = self.conversation
+        if self.early_head:
+            line["early_head"] = True
         if self.tokens_cached is not None:
             line["tokens_cached"] = self.tokens_cached
         if len(self.attempts) > 1 and any(error is not None for _, error in self.attempts):
