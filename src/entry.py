@@ -169,6 +169,11 @@ class Default(WorkerEntrypoint):  # type: ignore[misc]  # the SDK has no stubs
             response = await self._answer(web, lookup, model, raw, record, body)
             return _to_response(response, raw.signal, self.ctx, record, shell_stream_window(lookup))
         task = asyncio.ensure_future(self._answer(web, lookup, model, raw, record, body))
+        # The request's context lives until the answer is made: a client that resets before the
+        # head may have workerd drop it, and no callback of ours would run again (measured).
+        kept = js.Promise.withResolvers()
+        self.ctx.waitUntil(kept.promise)
+        task.add_done_callback(lambda _: kept.resolve())
         after = early_head.head_after(lookup)
         if after > 0:
             # A whole answer still being made: its head goes out now (surface/early_head.py).
