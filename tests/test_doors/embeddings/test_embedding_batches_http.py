@@ -87,6 +87,20 @@ def test_too_many_tokens_in_all_is_a_400_before_any_call(runtime: Runtime) -> No
     assert len(runtime.calls()) == before
 
 
+def test_token_ids_count_as_the_text_they_decode_to_before_any_call(runtime: Runtime) -> None:
+    """Issue 47: 2 MB of ids that each decode to a long text (58040 is 128 spaces) is 262,144
+    ids, under the cap counted as ids, and 33.5 M characters once decoded: refused at once."""
+    body = {"model": BGE, "input": [[58040] * 512] * 512}
+    before = len(runtime.calls())
+    response = httpx.post(runtime.url + "/v1/embeddings", json=body, timeout=60)
+    assert len(response.request.content) > 1_800_000
+    error = response.json()["error"]
+    assert response.status_code == 400 and error["code"] == "max_tokens_per_request", error
+    assert error["param"] == "input", error
+    assert "over 311296 tokens once decoded, at input[18]" in error["message"], error
+    assert len(runtime.calls()) == before
+
+
 def test_a_failing_batch_fails_the_request_as_it_fails_alone_and_stops_the_rest(
     runtime: Runtime,
 ) -> None:
