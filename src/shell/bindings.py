@@ -23,8 +23,9 @@ from shell.js_glue import js_bind, js_object
 from shell.jsstream import JsByteSource, RelayPipe
 from streaming.relay import OneShot, Relay, Source, Upstream
 from surface import rate_limit
+from surface.owners import OWNED_HEADER
 from surface.request_log import CURRENT, RequestLog
-from surface.web import Forwarded, WebResponse
+from surface.web import Forwarded, Headers, WebResponse
 from workers_ai import gateway, service, upstream_errors
 
 # The header that tells a conversation's Durable Object its own id.
@@ -211,7 +212,9 @@ class DurableConversations:
         init["headers"] = headers
         response = await stub.fetch(js.Request.new(f"https://conversation/{op}", js_object(init)))
         content_type = response.headers.get("content-type")
-        kept = (("content-type", content_type),) if isinstance(content_type, str) else ()
+        kept: Headers = (("content-type", content_type),) if isinstance(content_type, str) else ()
+        if response.headers.get(OWNED_HEADER) == "1":
+            kept += ((OWNED_HEADER, "1"),)
         code = response.headers.get(ERROR_CODE_HEADER)
         model = response.headers.get(MODEL_HEADER)
         if record is not None and isinstance(model, str):

@@ -45,7 +45,7 @@ from shell.js_glue import DurableSql, js_headers, void_caller
 from shell.jsstream import JsByteSource, RelayPipe
 from streaming.relay import Relay, Source
 from surface import daily_budget
-from surface.owners import same_owner
+from surface.owners import OWNED_HEADER, same_owner
 from surface.request_log import HASH_KEY_VAR, RequestLog, id_hash, redacted
 from surface.web import JSON_HEADERS, SSE_HEADERS
 from workers_ai import service
@@ -273,6 +273,8 @@ class Conversation(DurableObject):  # type: ignore[misc]  # the SDK has no stubs
                 room.on_turn = self._turn_logger(raw, id, owner)
                 answer = _response(await room.message(id, payload, settings), raw.signal)
                 answer.js_object.headers.set(LOGGED_HEADER, "1")
+                if room.store.owner is not None:  # the asker's own (checked above): listed
+                    answer.js_object.headers.set(OWNED_HEADER, "1")
                 return answer
             raise ApiError(404, "not_found", "No such operation.")
         except ApiError as error:
