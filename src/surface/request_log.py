@@ -41,6 +41,8 @@ HASH_KEY_VAR = "LOG_HASH_KEY"
 DEFAULT_HASH_KEY = "ai-chat log ids"
 # A conversation id (32 hex digits, see conversation_api) or anything that may hold one.
 _HEX_RUN = re.compile(r"[0-9a-fA-F]{32,}")
+# Characters of a path a log line keeps: every route's path fits; a client's long one is cut.
+ROUTE_CHARS = 200
 
 
 def id_hash(value: str, key: str | None) -> str:
@@ -59,7 +61,10 @@ def route_of(path: str, key: str | None) -> tuple[str, str | None]:
     decoded first, so an id spelled with them is found too."""
     plain = unquote(path, errors="replace") if "%" in path else path
     found = _HEX_RUN.search(plain)
-    return redacted(plain), (id_hash(found.group(), key) if found else None)
+    logged = redacted(plain)  # redacted first: a cut cannot leave part of an id behind
+    if len(logged) > ROUTE_CHARS:
+        logged = logged[:ROUTE_CHARS] + "…"
+    return logged, (id_hash(found.group(), key) if found else None)
 
 
 def request_id(headers: Mapping[str, str]) -> str:
