@@ -53,8 +53,8 @@ class WorkersAi:
         self._env = env
         self._signal = signal if signal else None
         self._record = record
-        # A call of this request answers whole (drained, or asked for no stream): the shell
-        # may send its head early (surface/early_head.py).
+        # A call of this request answers whole (drained, or asked for no stream and answered):
+        # the shell may send its head early (surface/early_head.py).
         self.answers_whole = False
 
     async def stream(
@@ -73,8 +73,6 @@ class WorkersAi:
         if self._signal is not None and self._signal.aborted:
             raise ClientGone()
         asked = options or service.RunOptions()
-        if inputs.get("stream") is not True:
-            self.answers_whole = True
         stop = _RunStop(self._signal, timeout)
         try:
             run_options = {
@@ -97,6 +95,10 @@ class WorkersAi:
                 self._record.upstream_request_id = last_request_id(binding)
         if self._record is not None:
             self._record.attempts.append((model, None))
+        if inputs.get("stream") is not True:
+            # Answered (an embedding batch): the next failure may come after the early head, the
+            # ones before it keep their status.
+            self.answers_whole = True
         if getattr(getattr(result, "constructor", None), "name", None) == "ReadableStream":
             return JsByteSource(result)
         return OneShot(result=result.to_py() if hasattr(result, "to_py") else result)

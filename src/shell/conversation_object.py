@@ -271,9 +271,12 @@ class Conversation(DurableObject):  # type: ignore[misc]  # the SDK has no stubs
                 assert payload is not None
                 model = str(payload.get("model") or "") or None
                 room.on_turn = self._turn_logger(raw, id, owner)
+                # The asker's own (checked above): listed. Read before the turn, since a delete
+                # may empty the storage while it opens.
+                owned = room.store.owner is not None
                 answer = _response(await room.message(id, payload, settings), raw.signal)
                 answer.js_object.headers.set(LOGGED_HEADER, "1")
-                if room.store.owner is not None:  # the asker's own (checked above): listed
+                if owned:
                     answer.js_object.headers.set(OWNED_HEADER, "1")
                 return answer
             raise ApiError(404, "not_found", "No such operation.")

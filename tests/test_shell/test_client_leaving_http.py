@@ -127,10 +127,14 @@ def test_a_client_that_leaves_stops_every_model_call(leaving: Runtime, door: str
         ),
     )
     if door == "embeddings":
-        # The batches not yet sent are never sent; those on their way are cut.
+        # The batches not yet sent are never sent; those on their way are cut. (The head goes
+        # out once a batch has answered, so that a first failure keeps its status: with FIN,
+        # the first batches end before the client can be seen to leave.)
         assert len(ended) < BATCHES, f"{len(ended)} of {BATCHES} batches were sent"
         for call in ended:
-            assert call["finishedAt"] is None and call["clientClosedAt"] is not None, call
+            assert call["finishedAt"] is not None or call["clientClosedAt"] is not None, call
+        if how == "rst":
+            assert all(c["finishedAt"] is None for c in ended), ended
     else:
         assert len(ended) == (4 if door == "completions" else 1), ended
         for call in ended:
