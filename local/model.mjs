@@ -476,7 +476,11 @@ export function startModel({ port = 0, paceMs = 40 } = {}) {
         call.status = 400;
         return sendJson(res, 400, { internalCode: 5006, description: `Error: Array at '/text' has ${texts.length} items, more than ${EMBEDDING_BATCH}`, name: "InferenceUpstreamError" });
       }
-      if (opts.pace !== undefined) await sleep(Number(opts.pace));  // the call's own latency
+      if (opts.pace !== undefined) {  // the call's own latency, which a caller may not wait out
+        res.on("close", () => { if (call.finishedAt === null) { call.clientClosedAt = call.closedAt = now(); call.chunksAtClose = 0; } });
+        await sleep(Number(opts.pace));
+        if (res.destroyed) return;
+      }
       call.finishedAt = now();
       return sendJson(res, 200, embeddings(model, texts), { "cf-ai-req-id": reqId });
     }

@@ -7,11 +7,12 @@ the core sees them.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import platform
 import time
 import traceback
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -46,10 +47,11 @@ from shell.conversation_object import Conversation  # noqa: F401
 from shell.js_glue import js_headers
 from shell.jsbody import RequestBody
 from shell.jsstream import JsByteSource, RelayPipe
+from shell.late_body import LateBody, within
 from shell.owner_index_object import ConversationIndex  # noqa: F401
 from shell.response_object import StoredResponse  # noqa: F401
-from streaming.relay import OneShot, Relay, relay_whole
-from surface import policy, rate_limit, routing
+from streaming.relay import OneShot, Relay, Relayed, relay_whole
+from surface import early_head, policy, rate_limit, routing
 from surface.census import live_streams
 from surface.daily_budget import BINDING as BUDGET_BINDING
 from surface.request_log import (
@@ -162,8 +164,41 @@ class Default(WorkerEntrypoint):  # type: ignore[misc]  # the SDK has no stubs
             method=record.method, url=url, path=path, headers=headers, body=body.chunks()
         )
         model = WorkersAi(self.env, raw.signal, record)
+        route = TABLE.find(path)
+        if route is None or not route.metered or record.method != "POST":
+            response = await self._answer(web, lookup, model, raw, record, body)
+            return _to_response(response, raw.signal, self.ctx, record, shell_stream_window(lookup))
+        task = asyncio.ensure_future(self._answer(web, lookup, model, raw, record, body))
+        # The request's context lives until the answer is made: a client that resets before the
+        # head may have workerd drop it, and no callback of ours would run again (measured).
+        kept = js.Promise.withResolvers()
+        self.ctx.waitUntil(kept.promise)
+        task.add_done_callback(lambda _: kept.resolve())
+        after = early_head.head_after(lookup)
+        if after > 0:
+            # A whole answer still being made: its head goes out now (surface/early_head.py).
+            while not await within(task, after):
+                if not model.answers_whole:
+                    continue
+                head = early_head.head_headers(web, lookup, record.request_id)
+                if head is None:
+                    break
+                late = LateBody(task, self.ctx, early_head.heartbeat_every(lookup), _finish(record))
+                return Response(late.stream, status=200, headers=js_headers(head))
+        response = await task
+        return _to_response(response, raw.signal, self.ctx, record, shell_stream_window(lookup))
+
+    async def _answer(
+        self,
+        web: WebRequest,
+        lookup: Lookup,
+        model: WorkersAi,
+        raw: Any,
+        record: RequestLog,
+        body: RequestBody,
+    ) -> WebResponse:
         try:
-            route = TABLE.find(path)
+            route = TABLE.find(web.path)
             if route is not None and route.early is None:
                 await refresh_catalog(self.env, lookup)
             namespace = getattr(self.env, "CONVERSATIONS", None)
@@ -203,8 +238,29 @@ class Default(WorkerEntrypoint):  # type: ignore[misc]  # the SDK has no stubs
         # An answer given before the body was read: the rest is read first, or the runtime may
         # reset the connection before a client that sends all before it reads sees the answer.
         await body.drain()
-        response = response.with_headers((("x-request-id", record.request_id),))
-        return _to_response(response, raw.signal, self.ctx, record, shell_stream_window(lookup))
+        return response.with_headers((("x-request-id", record.request_id),))
+
+
+def _finish(record: RequestLog) -> Callable[[asyncio.Future[WebResponse]], bytes]:
+    """What a late body ends with: the answer's body, logged as the request's end."""
+
+    def finish(task: asyncio.Future[WebResponse]) -> bytes:
+        try:
+            response = task.result()
+        except BaseException:
+            trace = redacted(traceback.format_exc())
+            _emit(detail_line(record.request_id, "error", "entry", trace))
+            response = routing.app_error(
+                ApiError(500, "internal_error", "The request could not be completed.")
+            )
+        if isinstance(response.body, Relayed) and isinstance(response.body.source, JsByteSource):
+            response.body.source.cancel()  # a stream nobody will run: its upstream stops
+        record.responded(response, time.monotonic())
+        record.early_head = True
+        record.write(_emit)
+        return early_head.late_body(response)
+
+    return finish
 
 
 def _relay_ended(record: RequestLog, relay: Relay, client_gone: bool) -> None:

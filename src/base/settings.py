@@ -132,6 +132,7 @@ def _load(lookup: Lookup) -> Settings:
     ping_after = _number(lookup, "STREAM_PING_SECONDS", 15.0, float, 0.01, 3600.0)
     give_up_after = _number(lookup, "UPSTREAM_TIMEOUT_SECONDS", 60.0, float, 0.01, 3600.0)
     body_timeout(lookup)  # the shell times the body with it; a bad value is misconfigured here
+    whole_head_seconds(lookup)  # the shell reads it too (surface/early_head.py)
     # Checked here, so that a bad value is a misconfiguration before any call; gateway.py reads it.
     _number(lookup, "AI_GATEWAY_CACHE_TTL", 0, int, 0, 31_536_000)
     return Settings(
@@ -193,6 +194,12 @@ def body_timeout(lookup: Lookup) -> float:
     """BODY_TIMEOUT_SECONDS: how long a request body may take to arrive, counted from the
     request's start. The shell reads it before the core runs, since it times the body."""
     return _number(lookup, "BODY_TIMEOUT_SECONDS", BODY_TIMEOUT_DEFAULT, float, 0.1, 3600.0)
+
+
+def whole_head_seconds(lookup: Lookup) -> float:
+    """WHOLE_HEAD_SECONDS: how long a whole (non-streamed) answer may take before its head
+    goes out, so that a client that leaves is noticed (surface/early_head.py); 0: never."""
+    return _number(lookup, "WHOLE_HEAD_SECONDS", 10.0, float, 0.0, 3600.0)
 
 
 STREAM_WINDOW_MS_DEFAULT = 90

@@ -3,14 +3,21 @@ declares (the file's own signature), and an https: URL that does not name a loca
 
 The Worker fetches no image itself; a remote URL goes to Workers AI, which may. A host that is
 an IP literal is read as a URL parser reads it (WHATWG: `127.1`, `0x7f.0.0.1`, `2130706433`
-and `[::ffff:127.0.0.1]` are all loopback) and must be a global unicast address; `localhost`
-and its subdomains are refused by name. A name that resolves to a private address cannot be
-told from here (no DNS lookup in the request path).
+and `[::ffff:127.0.0.1]` are all loopback) and must be a global unicast address. Names are
+refused without DNS where the name itself says where it points: `localhost` and its subdomains;
+names a resolver answers only inside a network (one label, `.local`, `.internal` with
+`metadata.google.internal`, `.lan`, `.home.arpa`, ...); the public names that always answer
+loopback (`localtest.me`, `lvh.me`, ...); and a name that embeds an address that is not global,
+as wildcard DNS services answer it (`127.0.0.1.nip.io`, `10-0-0-1.sslip.io`, `c0a80001.nip.io`,
+`--1.sslip.io`). Any other name that resolves to a private address cannot be told from here
+(no DNS lookup in the request path).
 """
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
+import re
 import unicodedata
 from urllib.parse import unquote, urlsplit
 
@@ -59,15 +66,78 @@ def url_problem(url: str) -> str | None:
     name = unicodedata.normalize("NFKC", unquote(host)).translate(_DOTS).lower().rstrip(".")
     if not name:
         return "has no host"
-    if name == "localhost" or name.endswith(".localhost"):
-        return "must not point to a loopback, private or link-local address"
     labels = name.split(".")
     if not _numeric(labels[-1]):
-        return None  # a name: looked up by whoever fetches it
+        return _name_problem(name, labels)
     v4 = _ipv4(labels)
     if v4 is None:
         return "is not a valid URL"
     return _address_problem(ipaddress.IPv4Address(v4))
+
+
+LOCAL = "must not point to a loopback, private or link-local address"
+# Names that only a resolver inside a network answers (RFC 6761, 6762, 8375, and what clouds
+# and routers use: GCP's metadata.google.internal, AWS's ec2.internal, home routers' .lan),
+# and public names that always answer loopback. A host is refused when it is one of them or
+# under one.
+_LOCAL_SUFFIXES = (
+    "localhost",
+    "local",
+    "internal",
+    "intranet",
+    "lan",
+    "home",
+    "corp",
+    "private",
+    "localdomain",
+    "home.arpa",
+    "localtest.me",
+    "lvh.me",
+    "vcap.me",
+    "lacolhost.com",
+)
+# Wildcard DNS services, which answer the address a name spells: also in hex, and IPv6 in dashes.
+_WILDCARD_DNS = ("nip.io", "sslip.io", "xip.io", "traefik.me", "local.gd")
+_DASHED = re.compile(r"(?<![0-9])(\d{1,3})-(\d{1,3})-(\d{1,3})-(\d{1,3})(?![0-9])")
+_HEX8 = re.compile(r"(?<![0-9a-f])[0-9a-f]{8}(?![0-9a-f])")
+
+
+def _under(name: str, suffixes: tuple[str, ...]) -> bool:
+    return any(name == s or name.endswith("." + s) for s in suffixes)
+
+
+def _name_problem(name: str, labels: list[str]) -> str | None:
+    """Why a host name points where an image URL may not, as far as the name itself says."""
+    if len(labels) == 1 or _under(name, _LOCAL_SUFFIXES):
+        return LOCAL
+    for address in _embedded(name, labels):
+        if _address_problem(address) is not None:
+            return LOCAL
+    return None  # a name: looked up by whoever fetches it
+
+
+def _embedded(name: str, labels: list[str]) -> list[ipaddress.IPv4Address | ipaddress.IPv6Address]:
+    """The addresses a name spells: four decimal labels in a row (`10.0.0.1.nip.io`), four
+    numbers in dashes (`ip-10-0-0-1.example`), and under a wildcard DNS service eight hex digits
+    (`c0a80001.nip.io`) or an IPv6 address with dashes for colons (`--1.sslip.io`)."""
+    found: list[ipaddress.IPv4Address | ipaddress.IPv6Address] = []
+    for i in range(len(labels) - 3):
+        run = labels[i : i + 4]
+        if all(part.isascii() and part.isdigit() and int(part) <= 255 for part in run):
+            found.append(ipaddress.IPv4Address(".".join(str(int(part)) for part in run)))
+    for label in labels:
+        for match in _DASHED.finditer(label):
+            if all(int(part) <= 255 for part in match.groups()):
+                found.append(ipaddress.IPv4Address(".".join(match.groups())))
+    if _under(name, _WILDCARD_DNS):
+        for label in labels:
+            for match in _HEX8.finditer(label):
+                found.append(ipaddress.IPv4Address(int(match.group(), 16)))
+            if "--" in label or label.count("-") >= 2:
+                for part in (label, label.rpartition("-")[2], label.partition("-")[2]):
+                    with contextlib.suppress(ValueError):  # not an address: nothing found
+                        found.append(ipaddress.IPv6Address(part.replace("-", ":")))
+    return found
 
 
 def _address_problem(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str | None:
@@ -79,7 +149,7 @@ def _address_problem(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> 
             return _address_problem(embedded)
     if address.is_global and not address.is_multicast:
         return None
-    return "must not point to a loopback, private or link-local address"
+    return LOCAL
 
 
 _NAT64 = ipaddress.IPv6Network("64:ff9b::/96")

@@ -23,8 +23,9 @@ from shell.js_glue import js_bind, js_object
 from shell.jsstream import JsByteSource, RelayPipe
 from streaming.relay import OneShot, Relay, Source, Upstream
 from surface import rate_limit
+from surface.owners import OWNED_HEADER
 from surface.request_log import CURRENT, RequestLog
-from surface.web import Forwarded, WebResponse
+from surface.web import Forwarded, Headers, WebResponse
 from workers_ai import gateway, service, upstream_errors
 
 # The header that tells a conversation's Durable Object its own id.
@@ -53,6 +54,9 @@ class WorkersAi:
         self._env = env
         self._signal = signal if signal else None
         self._record = record
+        # A call of this request answers whole (drained, or asked for no stream and answered):
+        # the shell may send its head early (surface/early_head.py).
+        self.answers_whole = False
 
     async def stream(
         self,
@@ -92,6 +96,10 @@ class WorkersAi:
                 self._record.upstream_request_id = last_request_id(binding)
         if self._record is not None:
             self._record.attempts.append((model, None))
+        if inputs.get("stream") is not True:
+            # Answered (an embedding batch): the next failure may come after the early head, the
+            # ones before it keep their status.
+            self.answers_whole = True
         if getattr(getattr(result, "constructor", None), "name", None) == "ReadableStream":
             return JsByteSource(result)
         return OneShot(result=result.to_py() if hasattr(result, "to_py") else result)
@@ -100,6 +108,7 @@ class WorkersAi:
         """The same pipe as a streamed answer (JS timers for the idle limit, the client's
         signal to stop it), with no reader: the relay's encoder collects the answer."""
         assert isinstance(source, JsByteSource), source
+        self.answers_whole = True
         window = config.shell_stream_window(env_lookup(self._env))
         await RelayPipe(source.stream, relay, self._signal, window=window, whole=True).to_end()
 
@@ -206,7 +215,9 @@ class DurableConversations:
         init["headers"] = headers
         response = await stub.fetch(js.Request.new(f"https://conversation/{op}", js_object(init)))
         content_type = response.headers.get("content-type")
-        kept = (("content-type", content_type),) if isinstance(content_type, str) else ()
+        kept: Headers = (("content-type", content_type),) if isinstance(content_type, str) else ()
+        if response.headers.get(OWNED_HEADER) == "1":
+            kept += ((OWNED_HEADER, "1"),)
         code = response.headers.get(ERROR_CODE_HEADER)
         model = response.headers.get(MODEL_HEADER)
         if record is not None and isinstance(model, str):

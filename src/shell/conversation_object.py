@@ -45,7 +45,7 @@ from shell.js_glue import DurableSql, js_headers, void_caller
 from shell.jsstream import JsByteSource, RelayPipe
 from streaming.relay import Relay, Source
 from surface import daily_budget
-from surface.owners import same_owner
+from surface.owners import OWNED_HEADER, same_owner
 from surface.request_log import HASH_KEY_VAR, RequestLog, id_hash, redacted
 from surface.web import JSON_HEADERS, SSE_HEADERS
 from workers_ai import service
@@ -271,8 +271,13 @@ class Conversation(DurableObject):  # type: ignore[misc]  # the SDK has no stubs
                 assert payload is not None
                 model = str(payload.get("model") or "") or None
                 room.on_turn = self._turn_logger(raw, id, owner)
+                # The asker's own (checked above): listed. Read before the turn, since a delete
+                # may empty the storage while it opens.
+                owned = room.store.owner is not None
                 answer = _response(await room.message(id, payload, settings), raw.signal)
                 answer.js_object.headers.set(LOGGED_HEADER, "1")
+                if owned:
+                    answer.js_object.headers.set(OWNED_HEADER, "1")
                 return answer
             raise ApiError(404, "not_found", "No such operation.")
         except ApiError as error:

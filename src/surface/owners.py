@@ -21,14 +21,20 @@ import hashlib
 import hmac
 import re
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from base.errors import ApiError
 from base.sql import Sql
 from surface.access import Identity
 from surface.routing import Context
+from surface.web import WebResponse
 
 TOKEN_HEADER = "x-owner-token"
+# Said by a conversation's object, on an answer to its owner (never to the client: the door
+# takes it off): only then does the turn put the conversation on the asker's list. An
+# unowned conversation answers anyone with its id, and is listed nowhere (issue 47).
+OWNED_HEADER = "x-conversation-owned"
 # The secret var that keys the hash of an owner token. Unset, the key is this public constant:
 # a token's 128 random bits still cannot be found from its hash (docs/OPERATING.md).
 HASH_KEY_VAR = "OWNER_HASH_KEY"
@@ -83,6 +89,13 @@ def same_owner(stored: str | None, presented: str | None) -> bool:
     if stored is None:
         return True
     return presented is not None and hmac.compare_digest(stored.encode(), presented.encode())
+
+
+def owned_answer(response: WebResponse) -> tuple[bool, WebResponse]:
+    """Whether a conversation's object said the conversation is the asker's own, and its
+    answer without the header that says so."""
+    kept = tuple(h for h in response.headers if h[0] != OWNED_HEADER)
+    return len(kept) != len(response.headers), replace(response, headers=kept)
 
 
 def title_of(content: object) -> str | None:

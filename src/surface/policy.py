@@ -10,7 +10,7 @@ import time
 from base import settings as config
 from base.errors import ApiError, clip
 from base.settings import Lookup, SettingsError
-from surface import access, daily_budget
+from surface import access, daily_budget, rate_limit
 from surface.api_keys import SECRET, Keys, bearer, key_id
 from surface.guard import guard
 from surface.rate_limit import Limiter
@@ -142,6 +142,11 @@ async def _answer(
     conversations, owner_indexes = durable
     route = table.find(request.path)
     if route is None:
+        # A path no route takes costs a request and a log line: counted as a read, per address
+        # (a key counts for nothing here), so probing paths is bounded as reading is.
+        bucket = rate_limit.address_key(request.headers)
+        if read_limiter is not None and not await read_limiter.allow(bucket):
+            return table.error_at(request.path, rate_limit.rate_limited())
         return table.not_found(request.path)
     if config.chat_disabled(env):
         return route.render_error(

@@ -41,6 +41,8 @@ HASH_KEY_VAR = "LOG_HASH_KEY"
 DEFAULT_HASH_KEY = "ai-chat log ids"
 # A conversation id (32 hex digits, see conversation_api) or anything that may hold one.
 _HEX_RUN = re.compile(r"[0-9a-fA-F]{32,}")
+# Characters of a path a log line keeps: every route's path fits; a client's long one is cut.
+ROUTE_CHARS = 200
 
 
 def id_hash(value: str, key: str | None) -> str:
@@ -59,7 +61,10 @@ def route_of(path: str, key: str | None) -> tuple[str, str | None]:
     decoded first, so an id spelled with them is found too."""
     plain = unquote(path, errors="replace") if "%" in path else path
     found = _HEX_RUN.search(plain)
-    return redacted(plain), (id_hash(found.group(), key) if found else None)
+    logged = redacted(plain)  # redacted first: a cut cannot leave part of an id behind
+    if len(logged) > ROUTE_CHARS:
+        logged = logged[:ROUTE_CHARS] + "…"
+    return logged, (id_hash(found.group(), key) if found else None)
 
 
 def request_id(headers: Mapping[str, str]) -> str:
@@ -79,6 +84,8 @@ def _count(usage: object, key: str) -> int | None:
 
 
 def _outcome(status: int, code: str | None) -> str:
+    if code == "client_gone":  # a whole answer's client left: as a stream's does
+        return "client_gone"
     if code == "upstream_timeout":
         return "timed_out"
     if status >= 500:
@@ -112,6 +119,9 @@ class RequestLog:
     details: list[str] = field(default_factory=list)
     # The budget a refused expansion passed (doors/responses/expansion.py): its name only.
     budget: str | None = None
+    # The head went out before the answer (surface/early_head.py): the client saw 200 and
+    # whitespace, then the body; `status` is the answer's own.
+    early_head: bool = False
     written: bool = False
     # Adds the answer's tokens (in + out) to its owner's daily count (daily_budget.py), when a
     # budget is set: called once, when the line is written, the one place every answer ends.
@@ -174,6 +184,8 @@ class RequestLog:
         }
         if self.conversation is not None:
             line["conversation"] = self.conversation
+        if self.early_head:
+            line["early_head"] = True
         if self.tokens_cached is not None:
             line["tokens_cached"] = self.tokens_cached
         if self.budget is not None:

@@ -208,10 +208,14 @@ class RouteTable:
         return None
 
     def not_found(self, path: str) -> WebResponse:
+        return self.error_at(path, ApiError(404, "not_found", f"no route for {clip(path)}"))
+
+    def error_at(self, path: str, error: ApiError) -> WebResponse:
+        """An error on a path no route takes, in the shape of the first API it is under."""
         render = next(
             (api.render_error for api in self.apis if path.startswith(api.prefix)), app_error
         )
-        return render(ApiError(404, "not_found", f"no route for {clip(path)}"))
+        return render(error)
 
 
 def not_allowed(request: WebRequest, allow: str) -> ApiError:
@@ -219,6 +223,6 @@ def not_allowed(request: WebRequest, allow: str) -> ApiError:
     return ApiError(
         405,
         "method_not_allowed",
-        f"{clip(request.method)} is not allowed on {request.path}; use {allow}",
+        f"{clip(request.method)} is not allowed on {clip(request.path)}; use {allow}",
         headers=(("allow", allow),),
     )

@@ -94,13 +94,54 @@ def test_https_urls_to_local_addresses_are_refused(url: str) -> None:
 @pytest.mark.parametrize(
     "url",
     [
+        "https://metadata.google.internal/computeMetadata/v1/",
+        "https://METADATA.Google.Internal./x",
+        "https://ip-10-0-0-1.ec2.internal/a.png",
+        "https://metadata/a.png",  # one label: the fetcher's own network's search domains
+        "https://instance-data/latest/meta-data",
+        "https://printer.local/a.png",
+        "https://router.lan/a.png",
+        "https://nas.home.arpa/a.png",
+        "https://box.localdomain/a.png",
+        "https://files.corp/a.png",
+        "https://localtest.me/a.png",
+        "https://any.thing.lvh.me/a.png",
+        "https://127.0.0.1.nip.io/a.png",
+        "https://app.10.0.0.1.nip.io/a.png",
+        "https://169.254.169.254.sslip.io/latest/meta-data",
+        "https://10-0-0-1.nip.io/a.png",
+        "https://magic-127-0-0-1.sslip.io/a.png",
+        "https://ip-192-168-1-1.example.com/a.png",
+        "https://c0a80001.nip.io/a.png",
+        "https://app-7f000001.nip.io/a.png",
+        "https://--1.sslip.io/a.png",
+        "https://fe80--1.sslip.io/a.png",
+        "https://x-fc00--1.sslip.io/a.png",
+        "https://127.0.0.1.traefik.me/a.png",
+    ],
+)
+def test_names_that_say_they_point_inside_are_refused_without_dns(url: str) -> None:
+    assert url_problem(url) == LOCAL, url
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
         "https://example.com/cat.png",
         "https://images.example.com:8443/a/b.png?x=1",
         "https://93.184.215.14/cat.png",
         "https://8.8.8.8/a.png",
         "https://[2606:4700::6810:84e5]/a.png",
-        "https://127.0.0.1.nip.io/a.png",  # a name: whoever fetches it looks it up
         "https://1.2.3.example/a.png",
+        # Names that embed a global address, or look like one and are not: looked up elsewhere.
+        "https://8.8.8.8.nip.io/a.png",
+        "https://app-8-8-8-8.sslip.io/a.png",
+        "https://1-2-3-4.cdn.example.com/a.png",
+        "https://deadbeef.nip.io/a.png",
+        "https://2606-4700--6810-84e5.sslip.io/a.png",
+        "https://local.example.com/a.png",
+        "https://internal-images.example.org/a.png",
+        "https://999-0-0-1.example.com/a.png",
     ],
 )
 def test_https_urls_to_public_hosts_pass(url: str) -> None:

@@ -10,6 +10,8 @@ it and wrangler accept).
 from __future__ import annotations
 
 import hashlib
+import http.client
+import json
 import secrets
 import time
 from collections.abc import Iterator
@@ -283,3 +285,42 @@ def test_conversation_reads_are_rate_limited_on_their_own_limit(guarded: Runtime
     assert other_key.status_code == 404, ("another key is another bucket", other_key.text)
     assert [r.status_code for r in page] == [404] * READ_LIMIT + [429], [r.text for r in page]
     assert still_chatting.status_code == 200, "reads took nothing from the model's limit"
+
+
+def long_get(rt: Runtime, path: str, ip: str) -> tuple[int, str | None]:
+    """GET a path too long for httpx (64 KiB at most): (status, Retry-After)."""
+    host, port = rt.url.split("//")[1].split(":")
+    connection = http.client.HTTPConnection(host, int(port), timeout=10)
+    try:
+        connection.request("GET", path, headers={"cf-connecting-ip": ip})
+        response = connection.getresponse()
+        response.read()
+        return response.status, response.getheader("retry-after")
+    finally:
+        connection.close()
+
+
+def test_unknown_paths_are_rate_limited_as_reads_and_logged_clipped(guarded: Runtime) -> None:
+    """Issue 47: a path no route takes counts on READ_RATE_LIMITER per address (a key counts for
+    nothing), and its log line keeps 200 characters of a 100,000-character path."""
+    rt = guarded
+    next_window()
+    seen = len(rt.log)
+    long = "/nowhere/" + "x" * 100_000
+    probes = [long_get(rt, long, "198.51.100.20") for _ in range(READ_LIMIT + 1)]
+    keyed = send(rt, "GET", "/v1/nope", key=KEYS[3], ip="198.51.100.20")
+    elsewhere = send(rt, "GET", "/v1/nope", ip="198.51.100.21")
+    assert time.time() % PERIOD < PERIOD - 0.1, "the burst crossed a window; the test cannot tell"
+    assert [status for status, _ in probes] == [404] * READ_LIMIT + [429], probes
+    assert probes[-1][1] == "60"
+    assert error(keyed) == (429, "rate_limited"), keyed.text  # same address, key or not
+    assert error(elsewhere) == (404, "not_found"), elsewhere.text  # an OpenAI-shaped 404
+    deadline = time.monotonic() + 30
+    while True:
+        lines = [json.loads(x) for x in rt.log[seen:] if '"route":"/nowhere/' in x]
+        if len(lines) == READ_LIMIT + 1 or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    assert [line["status"] for line in lines] == [404] * READ_LIMIT + [429], lines
+    assert all(line["route"] == long[:200] + "…" for line in lines), lines[0]["route"][:300]
+    assert max(len(x) for x in rt.log[seen:]) < 2000

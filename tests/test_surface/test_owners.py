@@ -16,6 +16,7 @@ from common.conversation_store import Store
 from routes import TABLE
 from surface.owners import (
     DEFAULT_HASH_KEY,
+    OWNED_HEADER,
     TITLE_CHARS,
     OwnerIndex,
     list_query,
@@ -24,7 +25,7 @@ from surface.owners import (
     title_of,
 )
 from surface.policy import handle
-from surface.web import API_HEADERS, WebRequest, WebResponse, json_response
+from surface.web import API_HEADERS, Headers, WebRequest, WebResponse, json_response
 
 TOKEN = "0123456789abcdef" * 2
 OTHER = "fedcba9876543210" * 2
@@ -119,9 +120,10 @@ def test_the_store_keeps_its_owner() -> None:
 class Conversations:
     """The CONVERSATIONS binding: records each call with its owner."""
 
-    def __init__(self, status: int = 200) -> None:
+    def __init__(self, status: int = 200, *, unowned: bool = False) -> None:
         self.calls: list[tuple[str, str | None]] = []
         self.status = status
+        self.unowned = unowned  # made by nobody: it answers anyone, and says it is not theirs
 
     async def call(
         self,
@@ -134,7 +136,10 @@ class Conversations:
     ) -> WebResponse:
         self.calls.append((op, owner))
         status = {"create": 201, "delete": 204}.get(op, self.status)
-        return json_response(status, {"id": id})
+        owned: Headers = ()
+        if op == "messages" and owner is not None and not self.unowned:
+            owned = ((OWNED_HEADER, "1"),)
+        return json_response(status, {"id": id}, owned)
 
 
 class Indexes:
@@ -251,6 +256,35 @@ def test_a_turn_titles_and_a_delete_unlists() -> None:
     assert json.loads(bytes(response.body))["data"][0]["title"] == "what is a durable object?"  # type: ignore[arg-type]
     send("DELETE", f"/api/v1/conversations/{ID}", conversations, indexes, x_owner_token=TOKEN)
     assert listed(conversations, indexes, TOKEN) == []
+
+
+def test_a_turn_on_nobody_s_conversation_lists_it_nowhere() -> None:
+    """Issue 47: the object answers an owner's turn on an unowned conversation without saying
+    it is theirs; the door lists nothing, and the marker never reaches the client."""
+    conversations, indexes = Conversations(unowned=True), Indexes()
+    turn = send(
+        "POST",
+        f"/api/v1/conversations/{ID}/messages",
+        conversations,
+        indexes,
+        b'{"content": "passing by"}',
+        content_type="application/json",
+        x_owner_token=TOKEN,
+    )
+    assert turn.status == 200 and conversations.calls[-1][0] == "messages"
+    assert listed(conversations, indexes, TOKEN) == []
+    owned = Conversations()
+    mine = send(
+        "POST",
+        f"/api/v1/conversations/{ID}/messages",
+        owned,
+        indexes,
+        b'{"content": "mine"}',
+        content_type="application/json",
+        x_owner_token=TOKEN,
+    )
+    assert all(name != OWNED_HEADER for name, _ in mine.headers), mine.headers
+    assert listed(owned, indexes, TOKEN) == [ID]
 
 
 def test_every_route_hands_the_owner_to_the_conversation() -> None:

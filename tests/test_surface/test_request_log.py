@@ -305,3 +305,14 @@ def test_log_records_and_relay_details_lose_any_id_they_carry() -> None:
     log.write(lines.append)
     assert all(ID not in line for line in lines), lines
     assert json.loads(lines[0])["message"] == "GET https://{id}/get failed"
+
+
+def test_a_long_path_is_logged_cut_after_its_ids_are_hidden() -> None:
+    """Issue 47: a client's 100,000-character path is not a 100 KB log line; an id that the cut
+    would split is hidden first, so no part of it is logged."""
+    route, _ = route_of("/nowhere/" + "x" * 100_000, None)
+    assert route == "/nowhere/" + "x" * 191 + "…"
+    route, hashed = route_of("/" + "y" * 190 + ID, None)
+    assert route == "/" + "y" * 190 + "{id}" and hashed is not None
+    route, _ = route_of("/" + "y" * 197 + ID + "z" * 50, None)
+    assert route == "/" + "y" * 197 + "{i" + "…" and ID[:2] not in route

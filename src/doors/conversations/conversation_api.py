@@ -185,8 +185,12 @@ async def delete(ctx: Context) -> WebResponse:
 async def message(ctx: Context) -> WebResponse:
     conversations, id, owner = _target(ctx)
     payload = parse_message(await parse_body(ctx), ctx)
-    response = await conversations.call(id, "messages", payload, owner=owner)
-    if response.status == 200:  # the turn has begun: the conversation moves to the top
+    owned, response = owners.owned_answer(
+        await conversations.call(id, "messages", payload, owner=owner)
+    )
+    # The turn has begun: the conversation moves to the top of its owner's list. One that has
+    # no owner is answered to anyone with its id, and listed nowhere.
+    if response.status == 200 and owned:
         title = owners.title_of(payload["content"])
         await _index(ctx, owner, "touch", {"id": id, "now": time.time(), "title": title})
     return response

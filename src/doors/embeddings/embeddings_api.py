@@ -151,14 +151,29 @@ def parse_input(value: object, table: TableLoader = token_ids.table) -> tuple[st
         )
     tokens = sum(_tokens(v) for v in value)  # before any decoding: counting is cheap
     if tokens > MAX_REQUEST_TOKENS:
-        raise ApiError(
-            400,
-            "max_tokens_per_request",
-            f"input: {tokens} tokens in all, more than {MAX_REQUEST_TOKENS} (token ids count one"
-            f" each, text {budget.CHARS_PER_TOKEN} characters a token); send fewer inputs",
-            param="input",
-        )
-    return tuple(_one(f"input[{i}]", v, table) for i, v in enumerate(value))
+        raise _too_many_tokens(f"{tokens} tokens in all")
+    # An id decodes to up to 114 characters: what counts is the text the model gets, each text
+    # counted once decoded, so the decoding stops at the input that passes the cap.
+    texts = []
+    counted = 0
+    for i, v in enumerate(value):
+        text = _one(f"input[{i}]", v, table)
+        counted += max(_tokens(v), _tokens(text))
+        if counted > MAX_REQUEST_TOKENS:
+            raise _too_many_tokens(f"over {counted} tokens once decoded, at input[{i}]")
+        texts.append(text)
+    return tuple(texts)
+
+
+def _too_many_tokens(what: str) -> ApiError:
+    return ApiError(
+        400,
+        "max_tokens_per_request",
+        f"input: {what}, more than {MAX_REQUEST_TOKENS} (text counts {budget.CHARS_PER_TOKEN}"
+        " characters a token; token ids count as the text they decode to, and at least one"
+        " each); send fewer inputs",
+        param="input",
+    )
 
 
 def parse_dimensions(value: object, model: str) -> int | None:

@@ -135,6 +135,20 @@ def test_nobody_s_conversation_is_listed_nowhere_and_open_to_its_id(rt: Runtime)
     assert bad.status_code == 400 and bad.json()["error"] == "invalid_owner_token"
 
 
+def test_a_turn_by_an_owner_does_not_list_nobody_s_conversation(rt: Runtime) -> None:
+    """Issue 47: posting to an unowned conversation (its id is the capability) does not put it
+    on the poster's list; the poster's own conversation does go there."""
+    nobody = create(rt, PAGE)
+    mine = create(rt, as_token(1))
+    for who in (as_key(1), as_token(1)):
+        answered = turn(rt, who, nobody, "[[pace:0]] passing by")
+        assert answered.status_code == 200, answered.text
+        assert "x-conversation-owned" not in answered.headers, answered.headers
+        assert nobody not in ids(rt, who)
+    assert turn(rt, as_token(1), mine, "[[pace:0]] mine").status_code == 200
+    assert ids(rt, as_token(1))[0] == mine
+
+
 def test_a_delete_unlists(rt: Runtime) -> None:
     id = create(rt, as_token(0))
     assert id in ids(rt, as_token(0))

@@ -5,6 +5,7 @@ a failing batch, and how many calls run at once (issue 34)."""
 
 from __future__ import annotations
 
+import json
 import uuid
 from typing import Any
 
@@ -84,6 +85,25 @@ def test_too_many_tokens_in_all_is_a_400_before_any_call(runtime: Runtime) -> No
     error = response.json()["error"]
     assert response.status_code == 400 and error["code"] == "max_tokens_per_request", error
     assert error["param"] == "input" and "304000 tokens in all" in error["message"], error
+    assert len(runtime.calls()) == before
+
+
+def test_token_ids_count_as_the_text_they_decode_to_before_any_call(runtime: Runtime) -> None:
+    """Issue 47: 2.1 MB of ids that each decode to a long text (58040 is 128 spaces) is 296,960
+    ids, under the cap counted as ids, and 38 M characters once decoded: refused at once."""
+    content = json.dumps({"model": BGE, "input": [[58040] * 512] * 580})
+    assert len(content) > 2_000_000
+    before = len(runtime.calls())
+    response = httpx.post(
+        runtime.url + "/v1/embeddings",
+        content=content,
+        headers={"content-type": "application/json"},
+        timeout=60,
+    )
+    error = response.json()["error"]
+    assert response.status_code == 400 and error["code"] == "max_tokens_per_request", error
+    assert error["param"] == "input", error
+    assert "over 311296 tokens once decoded, at input[18]" in error["message"], error
     assert len(runtime.calls()) == before
 
 

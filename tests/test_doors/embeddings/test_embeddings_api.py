@@ -93,6 +93,13 @@ def test_defaults_and_the_allow_list() -> None:
             "input",
             "300001 tokens in all",
         ),
+        (  # ids count as the text they decode to (58040 is 128 spaces): issue 47
+            {"input": [[58040] * 512] * 512},
+            400,
+            "max_tokens_per_request",
+            "input",
+            "over 311296 tokens once decoded, at input[18], more than 300000",
+        ),
         ({"input": "x" * (MAX_INPUT_CHARS + 1)}, 400, "input_too_long", "input", "split"),
         ({"input": "a", "model": "m1"}, 400, "wrong_model_type", "model", "is a chat model"),
         ({"input": "a", "model": "@cf/x"}, 400, "unknown_model", "model", "choose one of"),
