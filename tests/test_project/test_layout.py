@@ -102,9 +102,13 @@ def against_the_floors(relative: str, source: str) -> list[str]:
     for name in imports_of(source):
         target = name.split(".")
         if target[0] not in FLOOR_OF or target[0] == top:
-            if top == "doors" == target[0] and len(parts) > 2 and len(target) > 2:
-                if target[1] != parts[1]:
-                    wrong.append(f"{relative}: {name} (another door)")
+            if (
+                top == "doors" == target[0]
+                and len(parts) > 2
+                and len(target) > 2
+                and target[1] != parts[1]
+            ):
+                wrong.append(f"{relative}: {name} (another door)")
             continue
         if FLOOR_OF[target[0]] >= FLOOR_OF[top]:
             wrong.append(f"{relative}: {name} (floor {FLOOR_OF[target[0]]} from {FLOOR_OF[top]})")
