@@ -1,5 +1,7 @@
 # Two entry points: `make dev` (run locally on the built-in model) and `make test`
-# (every check). Both install what they need first, pinned by uv.lock and package-lock.json.
+# (every check). Both install what they need first, pinned by uv.lock and package-lock.json:
+# `make dev` only what running needs (Node, wrangler and the page's libraries: package.json's
+# dependencies, no Python packages), `make test` the rest (devDependencies, uv's groups).
 UV_VERSION := 0.13.9
 # wrangler 4.131 needs Node >= 22. Where the machine's node is older (Node 20 is still common),
 # this Node, from the npm registry's node-<platform>-<arch> package, goes first on PATH.
@@ -25,14 +27,19 @@ SOAK_ARGS ?=
 WORKERD_PYODIDE_DIR ?= $(wildcard $(abspath ../shared/workerd-pyodide))
 export WORKERD_PYODIDE_DIR
 
-.PHONY: setup lint format dev test test-fast test-python test-js bench bench-check soak deploy deploy-check wrangler-dev pywrangler-dev clean
+.PHONY: setup setup-run check-settings lint format dev test test-fast bench bench-check soak deploy deploy-check wrangler-dev pywrangler-dev clean
 
 TOKEN_TABLE := src/doors/embeddings/cl100k_base.bin
 
-setup: $(NODE) .venv/.synced node_modules/.installed public/vendor/VERSIONS.json $(TOKEN_TABLE)
+# What running the Worker needs (make dev, deploy-check).
+setup-run: $(NODE) node_modules/.run public/vendor/VERSIONS.json $(TOKEN_TABLE)
+# Everything: the running set, the Python tools (uv.lock) and the test tools (devDependencies).
+setup: setup-run .venv/.synced node_modules/.installed
 
+# The C headers (include/) are for building native addons, which nothing here does.
 $(abspath $(BOOT))/node/node_modules/node-%/bin/node:
 	npm install --prefix $(BOOT)/node --no-save --no-package-lock --no-audit --no-fund --loglevel=error node-$*@$(NODE_VERSION)
+	rm -rf $(BOOT)/node/node_modules/node-$*/include
 	$@ --version
 
 $(UV):
@@ -43,26 +50,49 @@ $(UV):
 	$(UV) sync --locked --quiet
 	touch $@
 
-node_modules/.installed: package.json package-lock.json $(NODE)
-	npm ci --no-audit --no-fund --loglevel=error
+node_modules/.run: package.json package-lock.json $(NODE)
+	npm ci --omit=dev --no-audit --no-fund --loglevel=error
 	touch $@
 
+node_modules/.installed: package.json package-lock.json $(NODE)
+	npm ci --no-audit --no-fund --loglevel=error
+	touch $@ node_modules/.run
+
 # The page's libraries, copied from the pinned node_modules: served as assets, no CDN.
-public/vendor/VERSIONS.json: node_modules/.installed scripts/vendor-assets.mjs
+public/vendor/VERSIONS.json: node_modules/.run scripts/vendor-assets.mjs
 	node scripts/vendor-assets.mjs
 
 # The cl100k_base token table /v1/embeddings decodes token ids with (LangChain's default sends
 # them), from the pinned js-tiktoken; wrangler's default **/*.bin rule uploads it as Data.
-$(TOKEN_TABLE): node_modules/.installed scripts/token-table.mjs
+$(TOKEN_TABLE): node_modules/.run scripts/token-table.mjs
 	node scripts/token-table.mjs
 
-dev: setup
+# A wrong setting (a default model outside AI_MODELS, a bad number...) stops the start, naming
+# the variable and the environment: src/base/settings.py's own checks over wrangler.toml's vars
+# (and .dev.vars for dev) on the machine's Python, before workerd starts.
+check-settings:
+	python3 scripts/check_settings.py $(if $(ENV),--env $(ENV))
+
+dev: setup-run
+	python3 scripts/check_settings.py --dev-vars .dev.vars $(if $(ENV),--env $(ENV))
 	PORT=$(PORT) node local/launch.mjs --snapshot auto --persist .cache/durable-objects $(if $(ENV),--env $(ENV))
 
+# The pytest groups by marker; together they are the whole suite. A group that a -k in
+# PYTEST_ADDOPTS leaves empty exits 5 ("no tests collected"): that is not a failure here.
+HOST_TESTS := -m "not runtime and not browser and not wrangler" --ignore=tests/browser
+WORKERD_TESTS := -m "(runtime or wrangler) and not browser"
+BROWSER_TESTS := -m browser
+PYTEST := $(UV) run --locked pytest -p no:cacheprovider
+
+# Fastest first, so that a host failure shows in seconds: lint, the JS unit tests, the host
+# tests, types; then the Worker on workerd (pytest, then the JS clients); then the page in Chromium.
 test: setup lint
-	node --test 'tests/js/**/*.test.mjs'
+	node --test --test-reporter=dot 'tests/js/*.test.mjs'
+	$(PYTEST) -q $(HOST_TESTS) || [ $$? -eq 5 ]
 	$(UV) run --locked mypy
-	$(UV) run --locked pytest
+	$(PYTEST) $(WORKERD_TESTS) || [ $$? -eq 5 ]
+	node --test 'tests/js/runtime/*.test.mjs'
+	$(PYTEST) $(BROWSER_TESTS) || [ $$? -eq 5 ]
 
 # ruff (pinned in uv.lock): the format is checked, never rewritten here; `make format` does.
 lint: setup
@@ -77,7 +107,7 @@ format: setup
 # browser, no wrangler.
 test-fast: setup lint
 	node --test --test-reporter=dot 'tests/js/*.test.mjs'
-	$(UV) run --locked pytest -q -m "not runtime and not browser and not wrangler" -p no:cacheprovider --ignore=tests/browser
+	$(PYTEST) -q $(HOST_TESTS)
 
 # pywrangler runs `uv` from PATH (its `sync` step): the pinned one is put there. It then
 # downloads CPython 3.13 and Pyodide's packages for the Worker, and wrangler deploys: both
@@ -98,7 +128,7 @@ pywrangler-dev: setup
 	PATH="$(abspath $(BOOT)/bin):$$PATH" $(UV) run --locked pywrangler dev --ip 127.0.0.1 --port $(PORT) $(if $(ENV),--env $(ENV))
 
 # Offline: the real upload bundle and each environment's bindings, without deploying.
-deploy-check: setup
+deploy-check: setup-run check-settings
 	npx wrangler deploy --dry-run --outdir .cache/deploy-dry-run $(if $(ENV),--env $(ENV))
 
 bench: setup

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
+from _pytest.mark.expression import Expression
 
 if TYPE_CHECKING:
     import openai
@@ -274,6 +275,32 @@ def expected_wire(messages: list[dict[str, str]], stop_reason: str = "stop") -> 
         usage,
     )
     return out + b"event: done\ndata: {}\n\n"
+
+
+_RUNTIME_MODULE = re.compile(r"^pytestmark = pytest\.mark\.runtime$", re.MULTILINE)
+_MARK_NAME = re.compile(r"pytest\.mark\.(\w+)")
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """A module of runtime tests only (its `pytestmark = pytest.mark.runtime` line) is not
+    imported when `-m` selects none of its tests: importing it loads the client SDKs it drives
+    the Worker with (openai, LangChain, the Agents SDK, tiktoken), seconds of every host run.
+    Its tests are then neither collected nor counted as deselected."""
+    markexpr: str = config.option.markexpr
+    if not markexpr or collection_path.suffix != ".py" or not collection_path.is_file():
+        return None
+    source = collection_path.read_text(encoding="utf-8")
+    if not _RUNTIME_MODULE.search(source):
+        return None
+    # A test there carries `runtime` and any of the marks the module names: the module is
+    # skipped only when the expression rejects every such combination.
+    others = sorted(set(_MARK_NAME.findall(source)) - {"runtime"})
+    expression = Expression.compile(markexpr)
+    for bits in range(2 ** len(others)):
+        marks = {"runtime"} | {name for i, name in enumerate(others) if bits >> i & 1}
+        if expression.evaluate(lambda name, /, marks=marks, **kwargs: not kwargs and name in marks):
+            return None
+    return True
 
 
 def pytest_report_header() -> list[str]:
