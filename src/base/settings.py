@@ -24,7 +24,21 @@ DEFAULT_EMBEDDING_MODELS = (
 
 
 class SettingsError(Exception):
-    """The deployment is misconfigured; the message names the variable and its value."""
+    """The deployment is misconfigured; the message names the variable and its value, first:
+    `AI_DEFAULT_MODEL='x' is not in AI_MODELS`."""
+
+    @property
+    def variable(self) -> str | None:
+        """The var the owner has to fix, as the message names it."""
+        name = str(self).partition("=")[0]
+        return name if name.isidentifier() and name.isupper() else None
+
+    def public_message(self) -> str:
+        """What a client is told with 500 server_misconfigured: which var to fix, not its
+        value (a var may hold something its owner would not show)."""
+        if self.variable is None:
+            return "The service is misconfigured."
+        return f"The service is misconfigured: its owner has to fix the setting {self.variable}."
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
