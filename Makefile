@@ -36,10 +36,13 @@ setup-run: $(NODE) node_modules/.run public/vendor/VERSIONS.json $(TOKEN_TABLE)
 # Everything: the running set, the Python tools (uv.lock) and the test tools (devDependencies).
 setup: setup-run .venv/.synced node_modules/.installed
 
-# The C headers (include/) are for building native addons, which nothing here does.
+# Only bin/node of the package (npm pack checks its integrity): its C headers, two thirds of
+# it unpacked, are for building native addons, which nothing here does.
 $(abspath $(BOOT))/node/node_modules/node-%/bin/node:
-	npm install --prefix $(BOOT)/node --no-save --no-package-lock --no-audit --no-fund --loglevel=error node-$*@$(NODE_VERSION)
-	rm -rf $(BOOT)/node/node_modules/node-$*/include
+	mkdir -p $(BOOT)/node/node_modules/node-$*
+	cd $(BOOT)/node && npm pack --silent --loglevel=error node-$*@$(NODE_VERSION) >/dev/null
+	tar -xzf $(BOOT)/node/node-$*-$(NODE_VERSION).tgz -C $(BOOT)/node/node_modules/node-$* --strip-components=1 package/bin/node
+	rm $(BOOT)/node/node-$*-$(NODE_VERSION).tgz
 	$@ --version
 
 $(UV):
