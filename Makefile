@@ -134,8 +134,11 @@ pywrangler-dev: setup
 deploy-check: setup-run check-settings
 	npx wrangler deploy --dry-run --outdir .cache/deploy-dry-run $(if $(ENV),--env $(ENV))
 
+# bench/run.py's workerd and host figures, then the decoder's growth with its input (exits 1
+# when it is superlinear: a speed check that was a clock bound in the tests until issue 44).
 bench: setup
 	$(UV) run --locked python bench/run.py $(BENCH_ARGS)
+	$(UV) run --locked python bench/probes/decoder_linear.py --check
 
 # Issue 35's targets: the relay's CPU per token against the JS re-framer's (interleaved on
 # workerd), the delay windows add, client gone -> model closed; exits 1 on a miss (~4-8 min).
