@@ -182,13 +182,10 @@ def stateless_runtime() -> Iterator[Runtime]:
     rt.stop()
 
 
-def assert_stopped(
-    call: dict[str, Any], *, left_at_ms: float | None = None, within_ms: float = 1000.0
-) -> None:
-    """The model saw its connection closed before the answer's end, wrote nothing after,
-    and (given when the client left, epoch ms) within `within_ms` of it. The bound is generous:
-    it tells a cancel from an answer read to its end on a loaded machine; how fast the close
-    really is, is the bench's to measure (bench/RESULTS.md: tens of ms)."""
+def assert_stopped(call: dict[str, Any]) -> None:
+    """The model saw its connection closed before the answer's end and wrote nothing after:
+    counted in the model's chunks, not timed. How soon after the client left the close comes
+    is the bench's to measure (make bench-check: "client gone -> model closed")."""
     assert call["clientClosedAt"] is not None and call["finishedAt"] is None, (
         f"the model finished or never saw a close: {call}"
     )
@@ -196,16 +193,10 @@ def assert_stopped(
     assert call["chunksTotal"] == 0 or call["chunksAtClose"] < call["chunksTotal"], (
         f"the whole answer went out: {call}"
     )
-    if left_at_ms is not None:
-        delay = call["clientClosedAt"] - left_at_ms
-        assert delay < within_ms, (
-            f"upstream closed {delay:.1f} ms after the client left (bound {within_ms} ms)"
-        )
 
 
-def leave_mid_answer(rt: Runtime, path: str, body: dict[str, Any], marker: bytes) -> float:
-    """POST a streamed answer, read until `marker` came 3 times, then leave: when it left,
-    epoch ms (for assert_stopped)."""
+def leave_mid_answer(rt: Runtime, path: str, body: dict[str, Any], marker: bytes) -> None:
+    """POST a streamed answer, read until `marker` came 3 times, then leave."""
     with (
         httpx.Client(base_url=rt.url, timeout=30) as http,
         http.stream("POST", path, json=body) as r,
@@ -216,7 +207,6 @@ def leave_mid_answer(rt: Runtime, path: str, body: dict[str, Any], marker: bytes
             seen += chunk.count(marker)
             if seen >= 3:
                 break
-        return time.time() * 1000
 
 
 def parse_sse(raw: bytes) -> list[tuple[str, object]]:

@@ -241,6 +241,7 @@ LONG = [
 RATE = 500
 
 
+@pytest.mark.bench  # CPU and wall-clock bounds: make bench runs it (issue 44)
 @pytest.mark.parametrize(
     ("directive", "rows", "count", "tokens"), LONG, ids=["list-400", "table-1000"]
 )
