@@ -36,13 +36,15 @@ setup-run: $(NODE) node_modules/.run public/vendor/VERSIONS.json $(TOKEN_TABLE)
 # Everything: the running set, the Python tools (uv.lock) and the test tools (devDependencies).
 setup: setup-run .venv/.synced node_modules/.installed
 
-# Only bin/node of the package (npm pack checks its integrity): its C headers, two thirds of
-# it unpacked, are for building native addons, which nothing here does.
+# Only bin/node of the package (npm pack checks its integrity): its C headers, a third of it
+# unpacked, are for building native addons, which nothing here does; its symbol table (strip,
+# where binutils is installed) only names frames in a native crash dump.
 $(abspath $(BOOT))/node/node_modules/node-%/bin/node:
 	mkdir -p $(BOOT)/node/node_modules/node-$*
 	cd $(BOOT)/node && npm pack --silent --loglevel=error node-$*@$(NODE_VERSION) >/dev/null
 	tar -xzf $(BOOT)/node/node-$*-$(NODE_VERSION).tgz -C $(BOOT)/node/node_modules/node-$* --strip-components=1 package/bin/node
 	rm $(BOOT)/node/node-$*-$(NODE_VERSION).tgz
+	if command -v strip >/dev/null; then strip $@; fi
 	$@ --version
 
 $(UV):
