@@ -34,7 +34,8 @@ TOKEN_TABLE := src/doors/embeddings/cl100k_base.bin
 # What running the Worker needs (make dev, deploy-check).
 setup-run: $(NODE) node_modules/.run public/vendor/VERSIONS.json $(TOKEN_TABLE)
 # Everything: the running set, the Python tools (uv.lock) and the test tools (devDependencies).
-setup: setup-run .venv/.synced node_modules/.installed
+# The full npm install goes first: it stands for the running set's too (one npm ci, not two).
+setup: node_modules/.installed .venv/.synced setup-run
 
 # Only bin/node of the package (npm pack checks its integrity): its C headers, a third of it
 # unpacked, are for building native addons, which nothing here does; its symbol table (strip,
