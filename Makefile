@@ -27,7 +27,7 @@ SOAK_ARGS ?=
 WORKERD_PYODIDE_DIR ?= $(wildcard $(abspath ../shared/workerd-pyodide))
 export WORKERD_PYODIDE_DIR
 
-.PHONY: setup setup-run check-settings lint format dev test test-fast bench bench-speed bench-check soak deploy deploy-check wrangler-dev pywrangler-dev clean
+.PHONY: setup setup-run check-settings lint format dev test test-fast bench bench-speed bench-check soak memcheck deploy deploy-check wrangler-dev pywrangler-dev clean
 
 TOKEN_TABLE := src/doors/embeddings/cl100k_base.bin
 
@@ -163,6 +163,10 @@ bench-check: setup
 # Days of traffic on one isolate (bench/soak.py): 200,000 requests, ~40 min on 2 cores.
 soak: setup
 	$(UV) run --locked python bench/soak.py $(SOAK_ARGS)
+
+# The isolate's JS heap + Wasm memory per load (bench/memcheck.py): fails past 128 MB. ~3 min.
+memcheck: setup
+	$(UV) run --locked python bench/memcheck.py $(MEMCHECK_ARGS)
 
 clean:
 	rm -rf .venv node_modules .cache

@@ -42,6 +42,8 @@ Runs the Worker in src/ on workerd (through miniflare) with the built-in offline
                       survive a restart (make dev: .cache/durable-objects; default: in memory)
   --snapshot MODE     off | save | load | auto: the dedicated Python memory snapshot a deploy
                       makes (auto: load .cache/python-snapshot if there, else save it first)
+  --inspect PORT      open the V8 inspector of the Worker's isolate on 127.0.0.1:PORT (0: a free
+                      one; the ready line's "inspector"): JS heap and Wasm memory (make memcheck)
   --exit-on-stdin-eof stop when standard input closes (for test harnesses)
   -h, --help          this text
 
@@ -160,7 +162,7 @@ export function persistPath(persist, workerdVersion) {
   return path.join(path.resolve(persist), `workerd-${workerdVersion}`);
 }
 
-export async function launch({ envName, port, paceMs = 40, vars = {}, snapshot = "off", ratelimit, persist, conversations = true }) {
+export async function launch({ envName, port, paceMs = 40, vars = {}, snapshot = "off", ratelimit, persist, conversations = true, inspectorPort }) {
   const { Miniflare, Log, LogLevel, convertV4MiniflareOptions } = await import("miniflare");
   const workerd = (await import("workerd")).default;
   process.env.REAL_WORKERD = workerd.default;
@@ -180,7 +182,8 @@ export async function launch({ envName, port, paceMs = 40, vars = {}, snapshot =
       log({ level: "error", message: "Pyodide fatal error: workerd ends the isolate's process; it is restarted", fatal_errors: fatalErrors });
     }),
     unsafeHandleRuntimeRestart: () => log({ level: "info", message: "workerd restarted", fatal_errors: fatalErrors }),
-    ...(persist ? { resourcePersistencePath: persistPath(persist, workerd.version) } : {}) };
+    ...(persist ? { resourcePersistencePath: persistPath(persist, workerd.version) } : {}),
+    ...(inspectorPort === undefined ? {} : { inspectorPort }) };
   const options = async () => convertV4MiniflareOptions({ ...shared, ...(await workerOptions({ envName, vars: liveVars, modelUrl: model.url, ratelimit, conversations })) });
 
   const snapDir = snapshotDir(await workerOptions({ envName, vars: liveVars, modelUrl: model.url }), process.env.REAL_WORKERD);
@@ -228,7 +231,8 @@ export async function launch({ envName, port, paceMs = 40, vars = {}, snapshot =
     model.child.kill();
     await mf.dispose();
   }
-  return { url: url.href, modelUrl: model.url, controlUrl: `http://127.0.0.1:${control.address().port}/`, mode, stop };
+  const inspector = inspectorPort === undefined ? undefined : (await mf.getInspectorURL()).href;
+  return { url: url.href, modelUrl: model.url, controlUrl: `http://127.0.0.1:${control.address().port}/`, mode, stop, inspector };
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
@@ -237,7 +241,7 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     ({ values } = parseArgs({ options: {
       env: { type: "string" }, port: { type: "string" }, pace: { type: "string" },
       var: { type: "string", multiple: true }, snapshot: { type: "string" }, ratelimit: { type: "string", multiple: true },
-      persist: { type: "string" }, "no-conversations": { type: "boolean" },
+      persist: { type: "string" }, "no-conversations": { type: "boolean" }, inspect: { type: "string" },
       "exit-on-stdin-eof": { type: "boolean" }, help: { type: "boolean", short: "h" },
     } }));
   } catch (err) {
@@ -265,7 +269,8 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const started = performance.now();
   let running;
   try {
-    running = await launch({ envName: values.env, port, paceMs: Number(values.pace ?? 40), vars, snapshot, ratelimit, persist: values.persist, conversations: !values["no-conversations"] });
+    const inspectorPort = values.inspect === undefined ? undefined : Number(values.inspect);
+    running = await launch({ envName: values.env, port, paceMs: Number(values.pace ?? 40), vars, snapshot, ratelimit, persist: values.persist, conversations: !values["no-conversations"], inspectorPort });
   } catch (err) {
     if (err?.code === "ERR_ADDRESS_IN_USE") fail(inUse);
     const hint = process.env.WORKERD_PYODIDE_DIR ? "" :
@@ -273,7 +278,7 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     fail(String(err?.message ?? err).split("\n")[0] + hint);
   }
   const ms = Math.round(performance.now() - started);
-  log({ level: "info", message: "ready", ms, snapshot: running.mode, url: running.url, model: running.modelUrl, control: running.controlUrl });
+  log({ level: "info", message: "ready", ms, snapshot: running.mode, url: running.url, model: running.modelUrl, control: running.controlUrl, ...(running.inspector ? { inspector: running.inspector } : {}) });
   console.log(`ai-chat on workerd ready in ${ms} ms (snapshot: ${running.mode}) on ${running.url}`);
   console.log(`change vars live (the kill switch, say): PUT ${new URL("__local/vars", running.controlUrl)}`);
   const stop = async () => {

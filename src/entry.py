@@ -28,6 +28,7 @@ from base.settings import (
     shell_stream_window,
 )
 from routes import TABLE
+from shell.access_keys import WebCryptoVerifier
 from shell.bindings import (
     DurableConversations,
     DurableOwnerIndexes,
@@ -38,6 +39,7 @@ from shell.bindings import (
     limiter,
     refresh_catalog,
 )
+from shell.budget_object import DurableBudgets, OwnerBudget  # noqa: F401
 
 # Durable Object classes are found in the main module.
 from shell.conversation_object import Conversation  # noqa: F401
@@ -49,6 +51,7 @@ from shell.response_object import StoredResponse  # noqa: F401
 from streaming.relay import OneShot, Relay, relay_whole
 from surface import policy, rate_limit, routing
 from surface.census import live_streams
+from surface.daily_budget import BINDING as BUDGET_BINDING
 from surface.request_log import (
     CURRENT,
     HASH_KEY_VAR,
@@ -172,6 +175,10 @@ class Default(WorkerEntrypoint):  # type: ignore[misc]  # the SDK has no stubs
             )
             index_namespace = getattr(self.env, "OWNERS", None)
             indexes = None if index_namespace is None else DurableOwnerIndexes(index_namespace)
+            budget_namespace = getattr(js_env(self.env), BUDGET_BINDING, None)
+            budgets = (
+                None if budget_namespace is None else DurableBudgets(budget_namespace, self.ctx)
+            )
             response = await policy.handle(
                 web,
                 lookup,
@@ -184,6 +191,8 @@ class Default(WorkerEntrypoint):  # type: ignore[misc]  # the SDK has no stubs
                 shell=_Shell(self.env),
                 responses=None if stored is None else DurableResponses(stored, self.ctx),
                 owner_indexes=indexes,
+                verifier=WebCryptoVerifier(),
+                budgets=budgets,
             )
         except Exception:
             trace = redacted(traceback.format_exc())

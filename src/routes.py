@@ -12,12 +12,14 @@ from doors.ui_chat.ui_chat import UI_CHAT_API
 from surface.census import STATS_API
 from surface.health import HEALTH_API
 from surface.routing import RouteTable
+from surface.usage_api import USAGE_API
 
 # The more specific prefixes first: a 404 takes the error shape of the first API it is under.
 TABLE = RouteTable.of(
     HEALTH_API,
     STATS_API,
     CONVERSATIONS_API,
+    USAGE_API,
     UI_CHAT_API,
     CHAT_API,
     RESPONSES_API,

@@ -98,7 +98,7 @@ case(
 )
 case(
     "reasoning_effort unknown",
-    {"messages": USER, "reasoning_effort": "max"},
+    {"messages": USER, "reasoning_effort": "maximum"},
     400,
     "invalid_field",
     "reasoning_effort",

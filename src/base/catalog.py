@@ -24,6 +24,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 
+from base import thinking
+
 _REASONING = ("gpt-oss", "kimi", "glm", "qwq", "deepseek-r1")
 _OPENS_THINKING = ("deepseek-r1",)
 # Models that take OpenAI's input schema (ChatCompletionsInput) and stream OpenAI-shaped
@@ -49,7 +51,7 @@ _TOOLS = (
     "hermes-2-pro",
 )
 # Hybrid models whose chat template switches thinking on and off (`enable_thinking`).
-_SWITCHES_THINKING = ("qwen3", "glm-4.7-flash")
+_SWITCHES_THINKING = ("qwen3-", "glm-4.7-flash", "gemma-4")
 # Workers Paid plan only since 2026-07-28 (the Workers AI changelog and pricing page): on the
 # Free plan they answer 403, internal code 5035. The catalog has no property for it.
 _PAID_PLAN = ("kimi-k2.6", "kimi-k2.7", "glm-5.2")
@@ -241,7 +243,14 @@ def capabilities(model: str) -> dict[str, object]:
         "tools": facts.tools,
         "reasoning": facts.reasons,
         "paid_plan": facts.paid_plan,
+        "reasoning_control": thinking_control(model).describe(),
     }
+
+
+def thinking_control(model: str) -> thinking.Control:
+    """How the model's thinking is switched or leveled (thinking.py), from the facts above."""
+    facts = info(model)
+    return thinking.control(model, reasons=facts.reasons, switches=facts.switches_thinking)
 
 
 # -- the live catalog -----------------------------------------------------------------------

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from base import catalog
+from base import catalog, thinking
 
 T = TypeVar("T", int, float)
 
@@ -68,6 +68,10 @@ class Settings:
     embedding_models: tuple[str, ...] = DEFAULT_EMBEDDING_MODELS
     # RESPONSES_TTL_DAYS: how long a stored response (/v1/responses, store: true) is kept.
     responses_ttl_days: float = 30.0
+    # AI_THINKING: what a request that asks no reasoning effort gets (base/thinking.py).
+    thinking: str = thinking.DEFAULT_MODE
+    # MAX_OWNER_RESPONSE_BYTES: what one owner's stored responses may hold, all together.
+    max_owner_response_bytes: int = 1024**3
 
 
 def chat_disabled(lookup: Lookup) -> bool:
@@ -170,7 +174,19 @@ def _load(lookup: Lookup) -> Settings:
         stream_window=stream_window(lookup),
         embedding_models=_embedding_models(lookup, models),
         responses_ttl_days=_number(lookup, "RESPONSES_TTL_DAYS", 30.0, float, 0.00001, 3650.0),
+        thinking=_thinking(lookup),
+        max_owner_response_bytes=_number(
+            lookup, "MAX_OWNER_RESPONSE_BYTES", 1024**3, int, 1024 * 1024, 1024**4
+        ),
     )
+
+
+def _thinking(lookup: Lookup) -> str:
+    raw = lookup(thinking.VAR)
+    value = (raw or "").strip().lower() or thinking.DEFAULT_MODE
+    if value not in thinking.MODES:
+        raise SettingsError(f"{thinking.VAR}={raw!r} must be one of {', '.join(thinking.MODES)}")
+    return value
 
 
 def _embedding_models(lookup: Lookup, chat: tuple[str, ...]) -> tuple[str, ...]:

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from base import catalog
+from base import catalog, thinking
 from base.errors import ApiError, clip, invalid, json_shown, shown
 from base.settings import Settings
 from checks.messages import CHAT, parse_conversation
@@ -15,7 +15,8 @@ from checks.stops import parse_stop
 
 CHAT_FIELDS = ("messages", "model", "max_tokens", "temperature", "reasoning_effort", "stop")
 TEMPERATURE_RANGE = (0.0, 5.0)  # what Workers AI text models accept
-REASONING_EFFORTS = ("low", "medium", "high")
+# What a client may ask; each model gets what it takes (base/thinking.py).
+REASONING_EFFORTS = thinking.EFFORTS
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -1,2 +1,2 @@
 """What several doors share: OpenAI error shapes, parameters, messages and chunk events,
-the page's SSE events, owners and the Durable Object store they read."""
+the page's SSE events and the Durable Objects' conversation store."""

@@ -18,7 +18,9 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
+
+from base.sql import Sql
 
 # Characters of one stored part of a message: at most 4 bytes each in UTF-8, so a part is at
 # most 1,000,000 bytes, under half the measured value limit.
@@ -31,20 +33,6 @@ BATCH_BYTES = 150_000
 def utf8_len(text: str) -> int:
     """Bytes of `text` in UTF-8 (a lone surrogate counted as the 3 bytes it is stored as)."""
     return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
-
-
-class Sql(Protocol):
-    def rows(self, query: str, *params: object) -> list[dict[str, Any]]:
-        """Run one statement; the rows it returns, as dicts."""
-        ...
-
-    def run(self, query: str, *params: object) -> None:
-        """Run one statement that returns nothing (no rows are converted)."""
-        ...
-
-    def atomic(self, work: Callable[[], None]) -> None:
-        """Run `work` as one transaction: if it raises, none of its writes stays."""
-        ...
 
 
 SCHEMA = (

@@ -23,7 +23,7 @@ from shell.js_glue import js_bind, js_object
 from shell.jsstream import JsByteSource, RelayPipe
 from streaming.relay import OneShot, Relay, Source, Upstream
 from surface import rate_limit
-from surface.request_log import RequestLog
+from surface.request_log import CURRENT, RequestLog
 from surface.web import Forwarded, WebResponse
 from workers_ai import gateway, service, upstream_errors
 
@@ -33,6 +33,15 @@ ID_HEADER = "x-conversation-id"
 # keyed hash, never a token), and a stored response its expiry in.
 OWNER_HEADER = "x-owner"
 EXPIRES_HEADER = "x-expires-at"
+# A durable turn's request line is the object's (it knows the answer's model, tokens and real
+# outcome): the request id and whose budget it spends go to the object; a turn it logs comes
+# back marked, and an error it answers names its code and the model asked.
+REQUEST_ID_HEADER = "x-request-id"
+BUDGET_OWNER_HEADER = "x-budget-owner"
+LOGGED_HEADER = "x-turn-logged"
+ERROR_CODE_HEADER = "x-error-code"
+MODEL_HEADER = "x-model"
+DELETED_TOO_HEADER = "x-deleted-too"
 # How long a request waits for env.AI.models() before going on with the facts it has.
 CATALOG_WAIT_MS = 2000
 
@@ -189,12 +198,24 @@ class DurableConversations:
             headers.append("x-after", after)
         if owner is not None:
             headers.append(OWNER_HEADER, owner)
+        record = CURRENT.get()
+        if record is not None:
+            headers.append(REQUEST_ID_HEADER, record.request_id)
+            if record.budget_owner is not None:
+                headers.append(BUDGET_OWNER_HEADER, record.budget_owner)
         init["headers"] = headers
         response = await stub.fetch(js.Request.new(f"https://conversation/{op}", js_object(init)))
         content_type = response.headers.get("content-type")
         kept = (("content-type", content_type),) if isinstance(content_type, str) else ()
+        code = response.headers.get(ERROR_CODE_HEADER)
+        model = response.headers.get(MODEL_HEADER)
+        if record is not None and isinstance(model, str):
+            record.model = model
         return WebResponse(
-            status=int(response.status), headers=kept, body=Forwarded(response=response)
+            status=int(response.status),
+            headers=kept,
+            body=Forwarded(response=response, logged=response.headers.get(LOGGED_HEADER) == "1"),
+            code=code if isinstance(code, str) else None,
         )
 
 
@@ -209,7 +230,13 @@ class DurableResponses:
         self._writes: set[asyncio.Future[None]] = set()
 
     def _fetch(
-        self, id: str, op: str, owner: str, body: str | None = None, expires_at: float = 0
+        self,
+        id: str,
+        op: str,
+        owner: str,
+        body: str | None = None,
+        expires_at: float | None = None,
+        deleted_too: bool = False,
     ) -> Any:
         """The object's fetch() promise, as a JS promise."""
         stub = self._namespace.get(self._namespace.idFromName(id))
@@ -218,11 +245,22 @@ class DurableResponses:
         init: dict[str, Any] = {"method": "GET" if body is None else "POST", "headers": headers}
         if body is not None:
             init["body"] = body
+        if expires_at is not None:
             headers.append(EXPIRES_HEADER, repr(float(expires_at)))
+        if deleted_too:
+            headers.append(DELETED_TOO_HEADER, "1")
         return stub.fetch(js.Request.new(f"https://response/{op}", js_object(init)))
 
     async def load(self, id: str, owner: str) -> dict[str, Any] | None:
-        response = await self._fetch(id, "get", owner)
+        return await self._read(self._fetch(id, "get", owner))
+
+    async def link(
+        self, id: str, owner: str, keep_until: float | None, *, deleted_too: bool = False
+    ) -> dict[str, Any] | None:
+        return await self._read(self._fetch(id, "link", owner, None, keep_until, deleted_too))
+
+    async def _read(self, fetched: Any) -> dict[str, Any] | None:
+        response = await fetched
         if int(response.status) == 404:
             return None
         if int(response.status) != 200:

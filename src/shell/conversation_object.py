@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import time
 import traceback
 from collections.abc import Callable
 from typing import Any
@@ -27,14 +28,25 @@ from workers import DurableObject, Response
 from base import settings as config
 from base.errors import ApiError
 from common.conversation_store import Store, parse_event_id
-from common.owners import same_owner
 from doors.conversations.conversation_room import Room
-from doors.conversations.conversation_turn import Reply
-from shell.bindings import ID_HEADER, OWNER_HEADER, WorkersAi
+from doors.conversations.conversation_turn import Reply, Turn
+from shell.bindings import (
+    BUDGET_OWNER_HEADER,
+    ERROR_CODE_HEADER,
+    ID_HEADER,
+    LOGGED_HEADER,
+    MODEL_HEADER,
+    OWNER_HEADER,
+    WorkersAi,
+    js_env,
+)
+from shell.budget_object import DurableBudgets
 from shell.js_glue import DurableSql, js_headers, void_caller
 from shell.jsstream import JsByteSource, RelayPipe
 from streaming.relay import Relay, Source
-from surface.request_log import HASH_KEY_VAR, id_hash, redacted
+from surface import daily_budget
+from surface.owners import same_owner
+from surface.request_log import HASH_KEY_VAR, RequestLog, id_hash, redacted
 from surface.web import JSON_HEADERS, SSE_HEADERS
 from workers_ai import service
 
@@ -174,10 +186,15 @@ def _response(reply: Reply, signal: Any) -> Response:
     return Response(body, status=reply.status, headers=js_headers(JSON_HEADERS))
 
 
-def _error(error: ApiError) -> Response:
-    return _response(
+def _error(error: ApiError, model: str | None = None) -> Response:
+    response = _response(
         Reply(status=error.status, json={"error": error.code, "message": error.message}), None
     )
+    # The Worker's request line names the code (and the model asked) from these.
+    response.js_object.headers.set(ERROR_CODE_HEADER, error.code)
+    if model:
+        response.js_object.headers.set(MODEL_HEADER, model)
+    return response
 
 
 class Conversation(DurableObject):  # type: ignore[misc]  # the SDK has no stubs
@@ -190,12 +207,42 @@ class Conversation(DurableObject):  # type: ignore[misc]  # the SDK has no stubs
         value = getattr(self.env, key, None)
         return value if isinstance(value, str) else None
 
+    def _turn_logger(self, raw: Any, id: str, owner: str | None) -> Callable[[Turn], None]:
+        """What writes a turn's request line when it ends (the Worker leaves it to the object,
+        the one that knows the answer's model, tokens and real outcome), and adds its tokens
+        to the owner's daily count when OWNER_DAILY_TOKENS is set."""
+        record = RequestLog(
+            request_id=str(raw.headers.get("x-request-id") or "") or "unknown",
+            method="POST",
+            route="/api/v1/conversations/{id}/messages",
+            started=time.monotonic(),
+            conversation=id_hash(id, self._lookup(HASH_KEY_VAR)),
+        )
+        record.status = 200
+        cap = daily_budget.limit(self._lookup)
+        namespace = getattr(js_env(self.env), daily_budget.BINDING, None)
+        if cap is not None and namespace is not None:
+            budgets = DurableBudgets(namespace, self.ctx)
+            # Whose count the Worker checked (the conversation's owner, else the address).
+            spender = str(raw.headers.get(BUDGET_OWNER_HEADER) or "")
+            if spender:
+                record.spend = lambda tokens: budgets.spend(spender, tokens)
+
+        def ended(turn: Turn) -> None:
+            record.model = turn.model
+            if turn.relay is not None:
+                record.relay_ended(turn.relay, client_gone=False, now=time.monotonic())
+            record.write(print)
+
+        return ended
+
     async def fetch(self, request: Any) -> Response:
         raw = request.js_object
         op = urlsplit(str(raw.url)).path.strip("/")
         id = str(raw.headers.get(ID_HEADER) or "")
         owner = str(raw.headers.get(OWNER_HEADER) or "") or None
         room = self._room
+        model = None
         try:
             settings = self._wiring.settings = config.load(self._lookup)
             # The body first: after it, nothing awaits until the storage has been written, so a
@@ -222,10 +269,14 @@ class Conversation(DurableObject):  # type: ignore[misc]  # the SDK has no stubs
                 )
             if op == "messages":
                 assert payload is not None
-                return _response(await room.message(id, payload, settings), raw.signal)
+                model = str(payload.get("model") or "") or None
+                room.on_turn = self._turn_logger(raw, id, owner)
+                answer = _response(await room.message(id, payload, settings), raw.signal)
+                answer.js_object.headers.set(LOGGED_HEADER, "1")
+                return answer
             raise ApiError(404, "not_found", "No such operation.")
         except ApiError as error:
-            return _error(error)
+            return _error(error, model)
         except Exception:
             # A bug: an answer in the API's shape, and a log line with no id in it.
             hashed = id_hash(id, self._lookup(HASH_KEY_VAR))

@@ -1,18 +1,20 @@
 """The policy every request passes, in order: the early routes (health, local stats), the kill
-switch, the settings, CORS, the method, keys and rate limits (guard.py), then the route's
-handler; every answer leaves with API_HEADERS."""
+switch, the settings, CORS, the method, Cloudflare Access (access.py, when configured), keys
+and rate limits (guard.py), then the route's handler; every answer leaves with API_HEADERS."""
 
 from __future__ import annotations
 
 import logging
+import time
 
 from base import settings as config
 from base.errors import ApiError, clip
 from base.settings import Lookup, SettingsError
-from surface.api_keys import key_id
+from surface import access, daily_budget
+from surface.api_keys import SECRET, Keys, bearer, key_id
 from surface.guard import guard
 from surface.rate_limit import Limiter
-from surface.request_log import redacted
+from surface.request_log import CURRENT, redacted
 from surface.routing import (
     EARLY_ALLOW,
     LOCAL_VAR,
@@ -27,6 +29,7 @@ from surface.routing import (
     app_error,
     not_allowed,
 )
+from surface.usage_api import budget_owner
 from surface.web import API_HEADERS, Headers, WebRequest, WebResponse, origin_of, without_body
 from workers_ai.service import ChatModel
 
@@ -79,8 +82,12 @@ async def handle(
     shell: Shell | None = None,
     responses: StoredResponses | None = None,
     owner_indexes: OwnerIndexes | None = None,
+    verifier: access.Verifier | None = None,
+    budgets: daily_budget.Budgets | None = None,
 ) -> WebResponse:
-    """Every answer, error or not, leaves through here with API_HEADERS."""
+    """Every answer, error or not, leaves through here with API_HEADERS. `verifier`: the
+    shell's key fetch and signature check, for Cloudflare Access; `budgets`: the owners'
+    daily counts (OWNER_DAILY_TOKENS)."""
     route = table.find(request.path)
     if route is not None and route.early is not None and shell is not None:
         return _early(request, env, table, route.early, route.local_only, shell)
@@ -93,6 +100,8 @@ async def handle(
             (limiter, key_limiter, read_limiter),
             (conversations, owner_indexes),
             responses,
+            verifier,
+            budgets,
         )
     ).with_headers(API_HEADERS)
     return without_body(answer) if request.method == "HEAD" else answer
@@ -126,6 +135,8 @@ async def _answer(
     limiters: tuple[Limiter | None, Limiter | None, Limiter | None],
     durable: tuple[Conversations | None, OwnerIndexes | None],
     responses: StoredResponses | None = None,
+    verifier: access.Verifier | None = None,
+    budgets: daily_budget.Budgets | None = None,
 ) -> WebResponse:
     limiter, key_limiter, read_limiter = limiters
     conversations, owner_indexes = durable
@@ -138,6 +149,12 @@ async def _answer(
         )
     try:
         settings = config.load(env)
+        access_settings = access.config(env)
+        cap = daily_budget.limit(env)
+        if cap is not None and budgets is None:
+            raise SettingsError(
+                f"{daily_budget.VAR} is set but the {daily_budget.BINDING} binding is not"
+            )
     except SettingsError as exc:
         log.error("misconfigured: %s", exc)
         return route.render_error(ApiError(500, "server_misconfigured", exc.public_message()))
@@ -155,9 +172,23 @@ async def _answer(
     reading = request.method in route.read_methods or (
         request.method == "HEAD" and "GET" in route.read_methods
     )
+    identity = None
+    if access_settings is not None and (
+        access.HEADER in request.headers
+        or bearer(request.headers) is None
+        or not Keys.parse(env(SECRET))
+    ):
+        # A program may present one of API_KEYS instead (guard checks it); anything else needs
+        # a valid Access token, and a person it names needs no key.
+        try:
+            identity = await access.authenticate(
+                request.headers, access_settings, verifier or _NO_VERIFIER, time.time()
+            )
+        except ApiError as error:
+            return route.render_error(error).with_headers(cors)
     refusal, key = await guard(
         request,
-        access=route.access,
+        access=None if identity is not None else route.access,
         metered=route.metered and not reading,
         env=env,
         limiter=limiter,
@@ -176,8 +207,12 @@ async def _answer(
         responses=responses,
         owner_indexes=owner_indexes,
         env=env,
+        identity=identity,
+        budgets=budgets,
     )
     try:
+        if cap is not None and budgets is not None and route.metered and not reading:
+            await _within_budget(context, budgets, cap)
         response = await handler(context)
     except ApiError as error:
         response = route.render_error(error)
@@ -188,3 +223,36 @@ async def _answer(
             ApiError(500, "internal_error", "The request could not be handled.")
         )
     return response.with_headers(cors)
+
+
+async def _within_budget(ctx: Context, budgets: daily_budget.Budgets, cap: int) -> None:
+    """Before a model call: today's count of the request's owner under OWNER_DAILY_TOKENS (else
+    429 budget_exceeded); then what the answer reports is added to it when the request's line
+    is written (request_log.RequestLog.spend). A count that cannot be read refuses: never open."""
+    owner = budget_owner(ctx)
+    try:
+        used = await budgets.used(owner)
+    except Exception as exc:
+        log.error("the budget could not be read: %s", exc)
+        raise ApiError(
+            503, "budget_unavailable", "The daily budget could not be checked; try again."
+        ) from None
+    if used >= cap:
+        raise daily_budget.exceeded(used, cap, time.time())
+    record = CURRENT.get()
+    if record is not None:
+        record.spend = lambda tokens: budgets.spend(owner, tokens)
+        record.budget_owner = owner
+
+
+class _NoVerifier:
+    """Access configured with no shell to check signatures (host tests): every token fails."""
+
+    async def fetch_keys(self, url: str) -> object:
+        raise RuntimeError("no verifier")
+
+    async def verify(self, jwk: dict[str, object], signed: bytes, signature: bytes) -> bool:
+        return False
+
+
+_NO_VERIFIER = _NoVerifier()

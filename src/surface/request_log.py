@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from urllib.parse import unquote
 
 from streaming.relay import Failed, Finished, Relay, Relayed
-from surface.web import WebResponse
+from surface.web import Forwarded, WebResponse
 
 # cf-ray is set by Cloudflare's edge; anything else a client sends there is not trusted
 # into a header or a log line unless it looks like one.
@@ -110,13 +110,22 @@ class RequestLog:
     # tried); an embedding request's batches add `model_calls`, their count.
     attempts: list[tuple[str, int | None]] = field(default_factory=list)
     details: list[str] = field(default_factory=list)
+    # The budget a refused expansion passed (doors/responses/expansion.py): its name only.
+    budget: str | None = None
     written: bool = False
+    # Adds the answer's tokens (in + out) to its owner's daily count (daily_budget.py), when a
+    # budget is set: called once, when the line is written, the one place every answer ends.
+    spend: Callable[[int], None] | None = None
+    budget_owner: str | None = None  # whose count `spend` adds to; never in the line
 
     def responded(self, response: WebResponse, now: float) -> None:
         """The response is known. A whole body ends the request here; a relayed stream ends
         in relay_ended(). The error code and usage are the response's own fields."""
         self.status = response.status
         if isinstance(response.body, Relayed):
+            return
+        if isinstance(response.body, Forwarded) and response.body.logged:
+            self.written = True  # a durable turn: its object writes the line when it ends
             return
         self.code = response.code if response.status >= 400 else None
         self.outcome = _outcome(response.status, self.code)
@@ -167,6 +176,8 @@ class RequestLog:
             line["conversation"] = self.conversation
         if self.tokens_cached is not None:
             line["tokens_cached"] = self.tokens_cached
+        if self.budget is not None:
+            line["budget"] = self.budget
         if len(self.attempts) > 1 and any(error is not None for _, error in self.attempts):
             line["attempts"] = [{"model": model, "error": error} for model, error in self.attempts]
         if len(self.attempts) > 1:
@@ -178,6 +189,12 @@ class RequestLog:
         if self.written:
             return
         self.written = True
+        tokens = (self.tokens_in or 0) + (self.tokens_out or 0)
+        if self.spend is not None and tokens > 0:
+            try:
+                self.spend(tokens)
+            except Exception as exc:  # the line is still written; the count is short
+                self.details.append(f"the tokens could not be counted: {exc}")
         for detail in self.details:
             emit(detail_line(self.request_id, "warning", "relay", redacted(detail)))
         emit(json.dumps(self.line(), separators=(",", ":")))

@@ -10,7 +10,9 @@ from typing import Any, Protocol
 
 from base.errors import ApiError, clip
 from base.settings import Lookup, Settings
+from surface.access import Identity
 from surface.body import check_content_type, parse_json, read_body
+from surface.daily_budget import Budgets
 from surface.guard import KEY_ONLY, Access
 from surface.web import WebRequest, WebResponse, json_response
 from workers_ai.service import ChatModel
@@ -46,8 +48,17 @@ class StoredResponses(Protocol):
         """The record of response `id` if it is `owner`'s and has not expired, else None."""
         ...
 
+    async def link(
+        self, id: str, owner: str, keep_until: float | None, *, deleted_too: bool = False
+    ) -> dict[str, Any] | None:
+        """Response `id` as a link of a chain another response continues: as load(), and
+        (deleted_too) also when it was deleted but is kept for what continues it; keep_until:
+        keep it at least until then, for a response about to be stored that refers to it."""
+        ...
+
     async def delete(self, id: str, owner: str) -> bool:
-        """Deletes response `id` if it is `owner`'s; whether it did."""
+        """Deletes response `id` if it is `owner`'s; whether it did (one that others continue
+        is no longer read, continued or listed, and its items stay for them until they go)."""
         ...
 
     def save(self, id: str, owner: str, record: dict[str, Any], expires_at: float) -> None:
@@ -69,6 +80,8 @@ class Context:
     responses: StoredResponses | None = None  # None: no RESPONSES binding (nothing stored)
     owner_indexes: OwnerIndexes | None = None  # None: no OWNERS binding
     env: Lookup | None = None  # the vars and secrets, for what Settings does not hold
+    identity: Identity | None = None  # the Cloudflare Access identity, when Access is on
+    budgets: Budgets | None = None  # None: no BUDGETS binding (daily_budget.py)
 
 
 Handler = Callable[[Context], Awaitable[WebResponse]]

@@ -28,6 +28,7 @@ class Forwarded:
     The core never looks inside: it is a JS Response to the shell, opaque here."""
 
     response: object
+    logged: bool = False  # its request line is written by whoever made it (a durable turn)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

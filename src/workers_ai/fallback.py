@@ -3,8 +3,8 @@
 The asked model first, then AI_FALLBACK_MODELS. A fallback only gets a request it can take
 as it is (images need vision, tools need function calling, JSON mode and min_p the same
 input schema as the asked model), and only what it reads: reasoning sent back goes to a model
-that reasons, a reasoning effort becomes chat_template_kwargs.enable_thinking for a model
-whose template switches thinking, a completion's prompt becomes one user message for a model
+that reasons, a reasoning effort becomes what the model takes (thinking.py: its template's
+enable_thinking, or its own levels), a completion's prompt becomes one user message for a model
 that takes OpenAI's schema, and an embedding request goes to embedding models only.
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from base import catalog
+from base import catalog, thinking
 
 # Inputs whose shape depends on the model's input schema (openai_params, openai_compat).
 _SCHEMA_BOUND = ("response_format", "min_p")
@@ -32,8 +32,11 @@ def _has_images(inputs: dict[str, Any]) -> bool:
     return False
 
 
-def inputs_for(model: str, inputs: dict[str, Any], asked: str) -> dict[str, Any] | None:
-    """What `model` is sent for a request made to `asked`; None when it cannot take it."""
+def inputs_for(
+    model: str, inputs: dict[str, Any], asked: str, *, thinking_mode: str = thinking.DEFAULT_MODE
+) -> dict[str, Any] | None:
+    """What `model` is sent for a request made to `asked`; None when it cannot take it.
+    `thinking_mode`: AI_THINKING, for a request that asks no reasoning effort."""
     if "text" in inputs:
         # An embedding request: only another embedding model takes the same texts. The live
         # catalog lists chat models alone, so it has nothing to say of these.
@@ -62,7 +65,4 @@ def inputs_for(model: str, inputs: dict[str, Any], asked: str) -> dict[str, Any]
         out["messages"] = [
             {k: v for k, v in m.items() if k != "reasoning"} for m in out["messages"]
         ]
-    if facts.switches_thinking and out.get("reasoning_effort") is not None:
-        del out["reasoning_effort"]
-        out["chat_template_kwargs"] = {"enable_thinking": True}
-    return out
+    return thinking.apply(catalog.thinking_control(model), out, thinking_mode)

@@ -112,7 +112,7 @@ def _plan(settings: Settings, model: str, inputs: dict[str, Any]) -> list[tuple[
     (the asked model's context window) before any call."""
     plan = []
     for name in fallback.candidates(model, settings.fallback_models):
-        sent = fallback.inputs_for(name, inputs, model)
+        sent = fallback.inputs_for(name, inputs, model, thinking_mode=settings.thinking)
         if sent is None:
             continue
         if name == model:

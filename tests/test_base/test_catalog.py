@@ -19,7 +19,12 @@ def fresh() -> Iterator[None]:
         (
             "@cf/google/gemma-4-26b-a4b-it",
             ModelInfo(
-                reasons=False, vision=True, remote_images=True, tools=True, context_window=256_000
+                reasons=False,
+                vision=True,
+                remote_images=True,
+                tools=True,
+                context_window=256_000,
+                switches_thinking=True,
             ),
         ),
         ("@cf/meta/llama-3.1-8b-instruct-fast", ModelInfo(reasons=False, context_window=128_000)),
@@ -99,6 +104,7 @@ def test_the_live_catalog_wins_where_it_speaks() -> None:
         remote_images=False,
         tools=True,
         context_window=1000,
+        switches_thinking=True,
         listed=True,
     )
     assert info("@cf/NEW/model-x") == ModelInfo(
@@ -115,6 +121,12 @@ def test_the_live_catalog_wins_where_it_speaks() -> None:
         "tools": True,
         "reasoning": False,
         "paid_plan": False,
+        "reasoning_control": {
+            "kind": "switch",
+            "can_turn_off": True,
+            "field": "chat_template_kwargs.enable_thinking",
+            "default": "on",
+        },
     }
 
 

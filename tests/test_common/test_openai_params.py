@@ -180,9 +180,9 @@ def test_what_cannot_be_honoured_is_refused_by_name(
         ("reasoning", "high", "reasoning", "must be an object"),
         (
             "reasoning",
-            {"effort": "max"},
+            {"effort": "maximum"},
             "reasoning.effort",
-            'must be one of "low", "medium", "high", got "max"',
+            'must be one of "none", "minimal", "low", "medium", "high", "xhigh", "max", got "maximum"',
         ),
         (
             "reasoning",

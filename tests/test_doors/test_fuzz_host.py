@@ -34,9 +34,14 @@ NO_ENV: dict[str, str] = {
     "MAX_MESSAGE_CHARS": "8000",
 }
 # What may reach env.AI.run: our own inputs and the OpenAI parameters the table passes through.
-INPUT_KEYS = {"messages", "stream", "max_tokens", "temperature", "reasoning_effort"} | {
-    p.name for p in openai_params.PARAMS if p.handling == openai_params.PASSED
-}
+INPUT_KEYS = {
+    "messages",
+    "stream",
+    "max_tokens",
+    "temperature",
+    "reasoning_effort",
+    "chat_template_kwargs",
+} | {p.name for p in openai_params.PARAMS if p.handling == openai_params.PASSED}
 
 
 async def one_piece(body: bytes) -> AsyncIterator[bytes]:

@@ -21,6 +21,7 @@ DEPENDENCIES = {
     "agents",
     "mypy",
     "tiktoken",
+    "cryptography",
 }
 
 

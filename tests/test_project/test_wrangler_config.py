@@ -65,6 +65,7 @@ REQUIRED = {
     "OWNERS": re.compile(
         r"^\s*env\.OWNERS \(ConversationIndex\)\s+Durable Object\s*$", re.MULTILINE
     ),
+    "BUDGETS": re.compile(r"^\s*env\.BUDGETS \(OwnerBudget\)\s+Durable Object\s*$", re.MULTILINE),
 }
 
 
@@ -124,12 +125,14 @@ def test_an_environment_without_ai_or_rate_limit_is_caught(tmp_path: Path) -> No
         "preview: CONVERSATIONS",
         "preview: RESPONSES",
         "preview: OWNERS",
+        "preview: BUDGETS",
         "lab: RATE_LIMITER",
         "lab: KEY_RATE_LIMITER",
         "lab: READ_RATE_LIMITER",
         "lab: CONVERSATIONS",
         "lab: RESPONSES",
         "lab: OWNERS",
+        "lab: BUDGETS",
     ]
 
 
@@ -142,7 +145,7 @@ def test_every_environment_migrates_the_durable_object_classes_to_sqlite() -> No
     blocks = {"top level": config, **{name: env for name, env in config.get("env", {}).items()}}
     for name, block in blocks.items():
         classes = [c for m in block.get("migrations", []) for c in m.get("new_sqlite_classes", [])]
-        assert classes == ["Conversation", "StoredResponse", "ConversationIndex"], (
+        assert classes == ["Conversation", "StoredResponse", "ConversationIndex", "OwnerBudget"], (
             f"{name}: migrations {block.get('migrations')}"
         )
 

@@ -67,8 +67,11 @@ def test_models_lists_allow_list_and_default() -> None:
     assert response.status == 200
     assert response.body == (
         b'{"models": ["m1", "@cf/openai/gpt-oss-20b"], "default": "m1", "reasoning": ["@cf/openai/gpt-oss-20b"], '
-        b'"capabilities": {"m1": {"context_window": null, "vision": false, "tools": false, "reasoning": false, "paid_plan": false}, '
-        b'"@cf/openai/gpt-oss-20b": {"context_window": 128000, "vision": false, "tools": true, "reasoning": true, "paid_plan": false}}, '
+        b'"capabilities": {"m1": {"context_window": null, "vision": false, "tools": false, "reasoning": false, "paid_plan": false, '
+        b'"reasoning_control": {"kind": "none", "can_turn_off": false}}, '
+        b'"@cf/openai/gpt-oss-20b": {"context_window": 128000, "vision": false, "tools": true, "reasoning": true, "paid_plan": false, '
+        b'"reasoning_control": {"kind": "effort", "can_turn_off": false, "field": "reasoning_effort", "levels": ["low", "medium", "high"], '
+        b'"default": "medium", "note": "cannot be turned off: reasoning_effort none sends its lowest level"}}}, '
         b'"limits": {"max_messages": 7, "max_message_chars": 1000000, "max_body_bytes": 4962304, "max_images": 8, '
         b'"max_image_bytes": 3145728, "max_tokens_limit": 4096, "default_max_tokens": 1024}, "conversations": false, '
         b'"version": "0.2.0"}'
@@ -194,6 +197,8 @@ def test_chat_streams_with_sse_headers_and_passes_only_known_fields() -> None:
                 "stream": True,
                 "max_tokens": 77,
                 "temperature": 0.5,
+                # AI_THINKING unset is off: gemma-4 thinks unless its template is told not to.
+                "chat_template_kwargs": {"enable_thinking": False},
             },
         )
     ]

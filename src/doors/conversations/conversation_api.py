@@ -26,8 +26,8 @@ from base.errors import ApiError
 from base.text import well_formed_json
 from checks.chat_request import CHAT_FIELDS, parse_chat, parse_model, reject_unknown
 from checks.messages import CHAT, parse_conversation
-from common import owners
 from common.conversation_store import parse_event_id
+from surface import owners
 from surface.body import check_content_type, parse_json, read_body
 from surface.guard import PAGE_OR_KEY
 from surface.routing import Api, Context, Conversations, Route, app_error, parse_body

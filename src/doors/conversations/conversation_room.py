@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from typing import Any
 
 from base import catalog
@@ -90,6 +91,9 @@ class Room:
         self.store = store
         self.wiring = wiring
         self.turn: Turn | None = None
+        # Told of each turn's end (its model, relay: usage and ending): the object writes the
+        # turn's request line and counts its tokens there. Set by the message that starts it.
+        self.on_turn: Callable[[Turn], None] | None = None
 
     def create(
         self,
@@ -273,6 +277,7 @@ class Room:
             self._take_back(turn, n, number)
             raise
         source = opened.source
+        turn.model = opened.model
         if opened.model != model:  # message_stop names the fallback that answered
             turn.encoder.answered_by(opened.model)
         try:
@@ -312,6 +317,11 @@ class Room:
     def _done(self, turn: Turn) -> None:
         if self.turn is turn:
             self.turn = None
+        if self.on_turn is not None:
+            try:
+                self.on_turn(turn)
+            except Exception as exc:  # its line and count are lost; the turn is not
+                log.error("turn %d: its end could not be logged: %r", turn.number, exc)
         if turn.deleted:
             return
         encoder = turn.encoder

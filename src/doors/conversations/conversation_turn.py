@@ -191,6 +191,7 @@ class Turn:
         self.readers: dict[int, Reader] = {}
         self.encoder = Recorder()
         self.relay: Relay | None = None
+        self.model: str | None = None  # the model that answers, once the call has opened
         self.pipe: Pipe | None = None
         self.opening: Abort | None = None  # the model call, while it has not answered
         self.stop_asked: tuple[Failed | None] | None = None  # a stop that came while opening

@@ -24,7 +24,9 @@ from checks.stops import parse_stop
 from common import answers, openai_params
 from common.openai_messages import parse_tool_choice, parse_tools
 from common.openai_request import CompletionRequest, openai_error
+from doors.responses import response_quota
 from doors.responses import responses_stored as stored
+from doors.responses.expansion import Budget
 from doors.responses.responses_events import ResponsesEncoder
 from doors.responses.responses_input import (
     flat_tool_choice,
@@ -147,13 +149,17 @@ def parse_responses(
     stream = body.get("stream")
     if stream is not None and not isinstance(stream, bool):
         raise invalid("stream", "must be a boolean")
+    reasons = catalog.info(model).reasons  # reasoning items for one that does not: dropped
     if history is None:
-        messages, names = input_messages(body.get("input"), body.get("instructions"))
+        messages, names = input_messages(
+            body.get("input"), body.get("instructions"), reasons=reasons
+        )
     else:
         messages, names = input_messages(
             [*history.context, *history.input],
             body.get("instructions"),
             stored=len(history.context),
+            reasons=reasons,
         )
     try:
         conversation = parse_conversation(
@@ -203,12 +209,15 @@ async def responses(ctx: Context) -> WebResponse:
     body = await parse_body(ctx)
     id = stored.new_id()
     store = stored.wants_store(body, ctx)
-    history = await stored.history(body, ctx, id, store=store)
+    # What the input expands to is counted against the model's budgets as it is read.
+    budget = Budget(ctx.settings, parse_model(body.get("model"), ctx.settings))
+    history = await stored.history(body, ctx, id, store=store, budget=budget)
     request = parse_responses(body, ctx, history, store=store)
+    completion = request.completion
     if store:
         assert history is not None  # storage is there
         stored.check_size(history, ctx)
-    completion = request.completion
+        await response_quota.reserve(ctx, id, history, completion.max_tokens)
     asked = Asked.one(
         model=completion.model,
         inputs=completion.ai_inputs(),

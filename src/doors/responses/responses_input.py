@@ -99,11 +99,12 @@ def _string_field(where: str, item: dict[str, Any], key: str) -> str:
 
 
 def input_messages(
-    value: object, instructions: object, *, stored: int = 0
+    value: object, instructions: object, *, stored: int = 0, reasons: bool = True
 ) -> tuple[list[Any], list[str]]:
     """Chat Completions messages from `instructions` and `input`, and for each message the
     name of the input item it came from (for error messages). The first `stored` items are a
-    stored response's (previous_response_id), named so; the request's own follow."""
+    stored response's (previous_response_id), named so; the request's own follow. Reasoning
+    items are checked and, for a model that does not reason (`reasons`), not read further."""
     messages: list[Any] = []
     names: list[str] = []
     if instructions is not None:
@@ -118,6 +119,7 @@ def input_messages(
     if not isinstance(value, list) or not value:
         raise invalid("input", "must be a string or a non-empty array of input items")
     reasoning = ""  # a reasoning item's text, for the assistant message that follows it
+    calls: set[str] = set()  # the call_id of every function_call so far
 
     def assistant(where: str) -> dict[str, Any]:
         """The assistant message a function call joins: the one just before, or a new one."""
@@ -156,8 +158,10 @@ def input_messages(
             arguments = item.get("arguments")
             if not isinstance(arguments, str):
                 raise invalid(f"{where}.arguments", "must be a string (JSON text)")
+            call_id = _string_field(where, item, "call_id")
+            calls.add(call_id)
             call = {
-                "id": _string_field(where, item, "call_id"),
+                "id": call_id,
                 "type": "function",
                 "function": {"name": _string_field(where, item, "name"), "arguments": arguments},
             }
@@ -165,16 +169,19 @@ def input_messages(
         elif kind == "function_call_output":
             _only(where, item, _OUTPUT_KEYS)
             output = _text_of(f"{where}.output", item.get("output"), ("input_text", "output_text"))
-            messages.append(
-                {
-                    "role": "tool",
-                    "tool_call_id": _string_field(where, item, "call_id"),
-                    "content": output,
-                }
-            )
+            call_id = _string_field(where, item, "call_id")
+            if call_id not in calls:
+                raise invalid(
+                    f"{where}.call_id",
+                    f"{shown(call_id)} answers no function_call before it in the conversation "
+                    "(send the function_call item first, or continue with previous_response_id)",
+                )
+            messages.append({"role": "tool", "tool_call_id": call_id, "content": output})
             names.append(where)
         elif kind == "reasoning":
             _only(where, item, _REASONING_KEYS)
+            if not reasons:
+                continue
             texts = item.get("content") or item.get("summary") or []
             reasoning += _text_of(f"{where}.content", texts, ("reasoning_text", "summary_text"))
         elif kind == "item_reference":

@@ -113,6 +113,7 @@ def test_a_prompt_is_one_user_message_for_an_openai_schema_model() -> None:
         "messages": [{"role": "user", "content": "hi"}],
         "stream": True,
         "max_tokens": 3,
+        "reasoning_effort": "low",  # AI_THINKING off: gpt-oss's lowest (it cannot be off)
     }
 
 

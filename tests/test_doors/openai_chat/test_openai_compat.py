@@ -121,7 +121,7 @@ def test_parse_supported_fields() -> None:
         ),
         ({"messages": USER, "n": 2}, "unsupported_parameter", "n"),
         ({"messages": USER, "n": "1"}, "invalid_field", "n"),
-        ({"messages": USER, "reasoning_effort": "minimal"}, "invalid_field", "reasoning_effort"),
+        ({"messages": USER, "reasoning_effort": "extreme"}, "invalid_field", "reasoning_effort"),
         ({"messages": USER, "max_completion_tokens": 0}, "invalid_field", "max_completion_tokens"),
         (
             {"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {}}]}]},
@@ -429,6 +429,7 @@ def test_model_route_takes_ids_with_slashes_and_percent_encoding() -> None:
             "tools": False,
             "reasoning": False,
             "paid_plan": False,
+            "reasoning_control": {"kind": "none", "can_turn_off": False},
         },
     }
     assert get("/v1/models/@cf/meta/llama-3.1-8b-instruct") == (200, model)

@@ -281,6 +281,36 @@ def test_json_schema_format_is_workers_ai_json_mode() -> None:
             (400, "invalid_field", "input[0].call_id: must be a non-empty string"),
         ),
         (
+            {
+                "input": [
+                    {"role": "user", "content": "hi"},
+                    {"type": "function_call_output", "call_id": "call_9", "output": "x"},
+                ]
+            },
+            (
+                400,
+                "invalid_field",
+                "input[1].call_id: 'call_9' answers no function_call before it in the "
+                "conversation (send the function_call item first, or continue with "
+                "previous_response_id)",
+            ),
+        ),
+        (
+            {
+                "input": [
+                    {"type": "function_call_output", "call_id": "call_1", "output": "x"},
+                    {"type": "function_call", "call_id": "call_1", "name": "f", "arguments": ""},
+                ]
+            },
+            (
+                400,
+                "invalid_field",
+                "input[0].call_id: 'call_1' answers no function_call before it in the "
+                "conversation (send the function_call item first, or continue with "
+                "previous_response_id)",
+            ),
+        ),
+        (
             {"input": []},
             (400, "invalid_field", "input: must be a string or a non-empty array of input items"),
         ),

@@ -12,9 +12,10 @@ from fakes import completion_context
 
 from base.errors import ApiError
 from base.settings import load
-from common.owners import owner_of
 from doors.responses import responses_stored as stored
+from doors.responses.expansion import Budget, Size, total
 from doors.responses.responses_api import parse_responses
+from surface.owners import owner_of
 
 SETTINGS = load({"AI_MODELS": "@cf/google/gemma-4-26b-a4b-it"}.get)
 HEX = "ab" * 16
@@ -26,10 +27,17 @@ class FakeStore:
     def __init__(self) -> None:
         self.records: dict[str, tuple[str, dict[str, Any]]] = {}
         self.saved: list[tuple[str, str, dict[str, Any], float]] = []
+        self.links: list[str] = []
 
     async def load(self, id: str, owner: str) -> dict[str, Any] | None:
         found = self.records.get(id)
         return found[1] if found is not None and found[0] == owner else None
+
+    async def link(
+        self, id: str, owner: str, keep_until: float | None, *, deleted_too: bool = False
+    ) -> dict[str, Any] | None:
+        self.links.append(id)
+        return await self.load(id, owner)
 
     async def delete(self, id: str, owner: str) -> bool:
         return self.records.pop(id, None) is not None
@@ -77,7 +85,9 @@ TURN_ONE: Any = {
 
 
 def history(body: dict[str, Any], ctx: Any, store: bool = True) -> stored.History | None:
-    return asyncio.run(stored.history(body, ctx, NEW, store=store))
+    model = body.get("model", ctx.settings.default_model)
+    budget = Budget(ctx.settings, model)
+    return asyncio.run(stored.history(body, ctx, NEW, store=store, budget=budget))
 
 
 def test_previous_response_id_puts_its_items_before_the_input() -> None:
@@ -229,7 +239,165 @@ def test_the_saver_writes_the_response_its_input_and_context_once_ended() -> Non
         (
             NEW,
             "key:k1",
-            {"response": {"id": NEW, "status": "incomplete"}, "input": found.input, "context": []},
+            {
+                "response": {"id": NEW, "status": "incomplete"},
+                "input": found.input,
+                "previous": None,
+                "chain": [],
+                "size": total(found.input).as_json(),
+            },
             1000 + 30 * 86400,
         )
     ]
+
+
+BIG = "w" * 200_000
+
+
+def big_record(kind: str) -> dict[str, Any]:
+    """A stored response whose one input item holds 200,000 characters."""
+    if kind == "reasoning":
+        item: dict[str, Any] = {
+            "type": "reasoning",
+            "id": f"rs_{HEX}_i0",
+            "summary": [],
+            "content": [{"type": "reasoning_text", "text": BIG}],
+        }
+    else:
+        item = {
+            "type": "message",
+            "role": "user",
+            "id": f"msg_{HEX}_i0",
+            "content": [{"type": "input_text", "text": BIG}],
+        }
+    return {**TURN_ONE, "input": [item]}
+
+
+@pytest.mark.parametrize("kind", ["reasoning", "message"])
+@pytest.mark.parametrize(
+    "model", ["@cf/google/gemma-4-26b-a4b-it", "@cf/meta/llama-3.1-8b-instruct"]
+)
+def test_two_thousand_references_are_refused_before_they_are_joined(kind: str, model: str) -> None:
+    fake = FakeStore()
+    fake.records[OLD] = ("", big_record(kind))
+    settings = load({"AI_MODELS": f"{model},@cf/google/gemma-4-26b-a4b-it"}.get)
+    ctx = dataclasses.replace(context(fake), settings=settings)
+    ref = {"type": "item_reference", "id": f"{'rs' if kind == 'reasoning' else 'msg'}_{HEX}_i0"}
+    body = {"model": model, "input": [ref] * 2000}
+    with pytest.raises(ApiError) as info:
+        history(body, ctx, store=False)
+    error = info.value
+    # The byte budget (dropped reasoning still counts as bytes) or the window, at an early item.
+    assert (error.status, error.code) in (
+        (413, "input_too_large"),
+        (400, "context_length_exceeded"),
+    ), error
+    at = int(error.param.removeprefix("input[").removesuffix("]"))  # type: ignore[union-attr]
+    assert at < 200, error.param
+
+
+def test_reasoning_for_a_model_that_does_not_reason_is_not_counted_as_text() -> None:
+    fake = FakeStore()
+    fake.records[OLD] = ("", big_record("reasoning"))
+    model = "@cf/meta/llama-3.1-8b-instruct"
+    settings = load({"AI_MODELS": model}.get)
+    ctx = dataclasses.replace(context(fake), settings=settings)
+    ref = {"type": "item_reference", "id": f"rs_{HEX}_i0"}
+    body = {"model": model, "input": [ref, {"role": "user", "content": "hi"}]}
+    budget = Budget(settings, model)
+    found = asyncio.run(stored.history(body, ctx, NEW, store=False, budget=budget))
+    assert found is not None and budget.total.chars == 2 and budget.total.reasoning == 0
+    assert budget.total.bytes > 200_000  # still held, so still counted
+    request = parse_responses(body, ctx, found)
+    assert request.completion.messages == ({"role": "user", "content": "hi"},)
+
+
+def chain_of(n: int, text: str) -> FakeStore:
+    """A chain of n responses stored as they are now: each its own items and its ancestors'
+    ids, and the size of everything through it."""
+    fake = FakeStore()
+    ids = [f"resp_{i:032x}" for i in range(n)]
+    size = Size()
+    for i, id in enumerate(ids):
+        own = [
+            {"type": "message", "role": "user", "id": f"msg_{i:032x}_i0", "content": text},
+        ]
+        output = [
+            {"type": "message", "role": "assistant", "id": f"msg_{i:032x}_0", "content": "ok"}
+        ]
+        size = size + total([*own, *output])
+        fake.records[id] = (
+            "",
+            {
+                "response": {"id": id, "output": output},
+                "input": own,
+                "previous": ids[i - 1] if i else None,
+                "chain": ids[:i],
+                "size": size.as_json(),
+            },
+        )
+    return fake
+
+
+def test_a_chain_is_read_once_per_link_in_order() -> None:
+    fake = chain_of(5, "t")
+    found = history({"input": "next", "previous_response_id": f"resp_{4:032x}"}, context(fake))
+    assert found is not None
+    assert sorted(fake.links) == sorted(f"resp_{i:032x}" for i in range(5))
+    assert [item["id"] for item in found.context] == [
+        f"msg_{i:032x}_{s}" for i in range(5) for s in ("i0", "0")
+    ]
+    assert found.chain == [f"resp_{i:032x}" for i in range(5)]
+
+
+def test_a_long_chain_past_the_window_is_refused_after_one_read() -> None:
+    fake = chain_of(100, "w" * 20_000)  # 2,000,000 characters: past a 256,000-token window
+    with pytest.raises(ApiError) as info:
+        history({"input": "next", "previous_response_id": f"resp_{99:032x}"}, context(fake))
+    assert (info.value.status, info.value.code, info.value.param) == (
+        400,
+        "context_length_exceeded",
+        "previous_response_id",
+    )
+    assert fake.links == [f"resp_{99:032x}"]  # only the last link: its size says it all
+
+
+def test_a_tool_output_answers_a_call_the_stored_response_made() -> None:
+    fake = FakeStore()
+    call = {
+        "type": "function_call",
+        "id": f"fc_{HEX}_0",
+        "call_id": "call_7",
+        "name": "f",
+        "arguments": "{}",
+    }
+    fake.records[OLD] = ("", {**TURN_ONE, "response": {"id": OLD, "output": [call]}})
+    ctx = context(fake)
+    answer = {"type": "function_call_output", "call_id": "call_7", "output": "42"}
+    body = {"input": [answer], "previous_response_id": OLD}
+    found = history(body, ctx)
+    request = parse_responses(body, ctx, found, store=True)
+    assert request.completion.messages[-1] == {
+        "role": "tool",
+        "tool_call_id": "call_7",
+        "content": "42",
+    }
+    stray = {"input": [{**answer, "call_id": "call_8"}], "previous_response_id": OLD}
+    with pytest.raises(ApiError) as info:
+        parse_responses(stray, ctx, history(stray, ctx), store=True)
+    assert (info.value.status, info.value.param) == (400, "input[0].call_id")
+
+
+def test_a_chain_longer_than_max_messages_is_refused_after_one_read() -> None:
+    fake = chain_of(12, "t")
+    ctx = dataclasses.replace(
+        context(fake), settings=dataclasses.replace(SETTINGS, max_messages=10)
+    )
+    with pytest.raises(ApiError) as info:
+        history({"input": "next", "previous_response_id": f"resp_{11:032x}"}, ctx)
+    assert (info.value.status, info.value.code, info.value.param) == (
+        400,
+        "too_many_messages",
+        "previous_response_id",
+    )
+    assert "12 responses long" in info.value.message and fake.links == [f"resp_{11:032x}"]

@@ -13,7 +13,8 @@ from fakes import FakeLimiter, FakeModel, LiteSql, frames
 
 from base.errors import ApiError
 from common.conversation_store import Store
-from common.owners import (
+from routes import TABLE
+from surface.owners import (
     DEFAULT_HASH_KEY,
     TITLE_CHARS,
     OwnerIndex,
@@ -22,7 +23,6 @@ from common.owners import (
     same_owner,
     title_of,
 )
-from routes import TABLE
 from surface.policy import handle
 from surface.web import API_HEADERS, WebRequest, WebResponse, json_response
 

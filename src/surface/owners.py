@@ -1,7 +1,8 @@
 """Who owns a durable conversation or a stored response, and the owner's index of
 conversations (issue 34).
 
-An owner is the API key a keyed client presents (its id), or else the owner token a client
+An owner is the Cloudflare Access identity a request carries (its `sub`: surface/access.py),
+else the API key a keyed client presents (its id), or else the owner token a client
 without a key keeps and sends (`X-Owner-Token`: the page makes one of 128 random bits and keeps
 it in localStorage). Only a keyed hash of a token is ever kept or handed on: the token itself
 stays in this request. A request with neither has no owner, and what it creates is listed
@@ -23,7 +24,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from base.errors import ApiError
-from common.conversation_store import Sql
+from base.sql import Sql
+from surface.access import Identity
 from surface.routing import Context
 
 TOKEN_HEADER = "x-owner-token"
@@ -39,10 +41,18 @@ LIMIT_DEFAULT = 20
 LIMIT_MAX = 100
 
 
-def owner_of(headers: Mapping[str, str], key_id: str | None, hash_key: str | None) -> str | None:
-    """The owner a request speaks for: `key:<id>` for a valid API key, `token:<hash>` for an
-    owner token, None for neither. A malformed token is refused, not ignored (it would
-    silently create a conversation nobody lists)."""
+def owner_of(
+    headers: Mapping[str, str],
+    key_id: str | None,
+    hash_key: str | None,
+    identity: Identity | None = None,
+) -> str | None:
+    """The owner a request speaks for: `access:<sub>` for an Access identity (the same person
+    on every device), `key:<id>` for a valid API key, `token:<hash>` for an owner token, None
+    for none of them. A malformed token is refused, not ignored (it would silently create a
+    conversation nobody lists)."""
+    if identity is not None:
+        return identity.owner
     if key_id is not None:
         return "key:" + key_id
     token = headers.get(TOKEN_HEADER)
@@ -64,7 +74,7 @@ def request_owner(ctx: Context) -> str | None:
     """The owner a request speaks for (owner_of), with the deployment's hash key: the one
     derivation both the conversations and the stored Responses use."""
     key = ctx.env(HASH_KEY_VAR) if ctx.env is not None else None
-    return owner_of(ctx.request.headers, ctx.key_id, key)
+    return owner_of(ctx.request.headers, ctx.key_id, key, ctx.identity)
 
 
 def same_owner(stored: str | None, presented: str | None) -> bool:

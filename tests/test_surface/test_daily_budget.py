@@ -1,0 +1,78 @@
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+from fakes import LiteSql
+
+from base.errors import ApiError
+from base.settings import SettingsError
+from surface import daily_budget
+from surface.daily_budget import DailyUsage
+
+
+def at(text: str) -> float:
+    return datetime.fromisoformat(text).replace(tzinfo=UTC).timestamp()
+
+
+def test_counts_per_utc_day_and_resets_at_midnight() -> None:
+    usage = DailyUsage(LiteSql())
+    assert usage.used(at("2026-11-29T10:00:00")) == 0
+    assert usage.add(120, at("2026-11-29T10:00:00")) == 120
+    assert usage.add(30, at("2026-11-29T23:59:59")) == 150
+    assert usage.used(at("2026-11-29T23:59:59.999")) == 150
+    # Midnight UTC: a new day, counted from 0; yesterday's count is still there.
+    assert usage.used(at("2026-11-30T00:00:00")) == 0
+    assert usage.add(5, at("2026-11-30T00:00:01")) == 5
+    assert usage.used(at("2026-11-29T12:00:00")) == 150
+
+
+def test_old_days_are_dropped() -> None:
+    sql = LiteSql()
+    usage = DailyUsage(sql)
+    usage.add(1, at("2026-11-01T00:00:00"))
+    usage.add(1, at("2026-11-29T00:00:00"))
+    assert [r["day"] for r in sql.rows("SELECT day FROM usage")] == ["2026-11-29"]
+
+
+def test_the_object_answers_used_and_add() -> None:
+    usage = DailyUsage(LiteSql())
+    now = at("2026-11-29T08:00:00")
+    assert usage.handle("add", {"tokens": 7}, now) == {"used": 7, "day": "2026-11-29"}
+    assert usage.handle("used", {}, now) == {"used": 7, "day": "2026-11-29"}
+    with pytest.raises(ApiError):
+        usage.handle("add", {"tokens": "7"}, now)
+    with pytest.raises(ApiError):
+        usage.handle("drop", {}, now)
+
+
+def test_over_budget_is_429_until_next_midnight() -> None:
+    error = daily_budget.exceeded(1000, 1000, at("2026-11-29T22:30:00"))
+    assert (error.status, error.code) == (429, "budget_exceeded")
+    assert dict(error.headers) == {"retry-after": str(90 * 60)}
+    assert error.message == (
+        "Today's budget of 1000 tokens is spent (1000 used); it resets at midnight UTC "
+        "(00:00 UTC, in 90 minutes)."
+    )
+    assert daily_budget.next_midnight(at("2026-12-31T23:00:00")) == at("2027-01-01T00:00:00")
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"), [(None, None), ("", None), (" 50000 ", 50000), ("1_000_000", 1_000_000)]
+)
+def test_the_limit(raw: str | None, expected: int | None) -> None:
+    env = {} if raw is None else {"OWNER_DAILY_TOKENS": raw}
+    assert daily_budget.limit(env.get) == expected
+
+
+@pytest.mark.parametrize("raw", ["0", "-5", "1e6", "lots", "²"])
+def test_a_bad_limit_is_a_misconfiguration(raw: str) -> None:
+    with pytest.raises(SettingsError) as caught:
+        daily_budget.limit({"OWNER_DAILY_TOKENS": raw}.get)
+    assert f"OWNER_DAILY_TOKENS={raw!r}" in str(caught.value)
+
+
+def test_tokens_of_usage() -> None:
+    assert daily_budget.tokens_of({"prompt_tokens": 10, "completion_tokens": 5}) == 15
+    assert daily_budget.tokens_of(None) == 0
+    assert daily_budget.tokens_of({"prompt_tokens": True, "completion_tokens": -1}) == 0
