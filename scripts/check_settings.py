@@ -19,6 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
 from base import settings  # noqa: E402  (after src/ is on the path)
+from surface import access, daily_budget  # noqa: E402
 
 
 def environment_vars(config: dict[str, Any], env: str | None) -> dict[str, str]:
@@ -43,10 +44,22 @@ def dev_vars(path: Path) -> dict[str, str]:
     return values
 
 
-def problem(values: dict[str, str]) -> settings.SettingsError | None:
-    """What settings.load says of these vars: None when they are valid."""
+def bindings(config: dict[str, Any], env: str | None) -> set[str]:
+    """The Durable Object binding names of an environment (none is inherited either)."""
+    table = config if env is None else config["env"][env]
+    return {b["name"] for b in table.get("durable_objects", {}).get("bindings", [])}
+
+
+def problem(values: dict[str, str], bound: set[str]) -> settings.SettingsError | None:
+    """What the Worker's own checks say of these vars before it answers a request (the ones
+    surface/policy.py runs): None when they are valid."""
     try:
         settings.load(values.get)
+        access.config(values.get)
+        if daily_budget.limit(values.get) is not None and daily_budget.BINDING not in bound:
+            raise settings.SettingsError(
+                f"{daily_budget.VAR} is set but the {daily_budget.BINDING} binding is not"
+            )
     except settings.SettingsError as exc:
         return exc
     return None
@@ -67,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.dev_vars is not None and args.dev_vars.is_file():
         values.update(dev_vars(args.dev_vars))
         where += f" with {args.dev_vars.name}"
-    if (wrong := problem(values)) is not None:
+    if (wrong := problem(values, bindings(config, args.env))) is not None:
         print(
             f"{args.config.name} {where}: {wrong}\n"
             f"In environment {args.env or '(default)'}, every request would be answered 500 "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
@@ -29,9 +30,10 @@ class SettingsError(Exception):
 
     @property
     def variable(self) -> str | None:
-        """The var the owner has to fix, as the message names it."""
-        name = str(self).partition("=")[0]
-        return name if name.isidentifier() and name.isupper() else None
+        """The var the owner has to fix: the one the message starts with (`X='v' ...`,
+        `X is set but ...`)."""
+        name = re.match(r"[A-Z][A-Z0-9_]*(?=[= ])", str(self))
+        return name.group() if name else None
 
     def public_message(self) -> str:
         """What a client is told with 500 server_misconfigured: which var to fix, not its

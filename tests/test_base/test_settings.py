@@ -84,6 +84,11 @@ def test_misconfiguration_names_key_and_value(env_values: dict[str, str], messag
     assert value.split()[0] not in caught.value.public_message()
 
 
+def test_an_error_that_starts_with_a_var_names_it() -> None:
+    error = SettingsError("OWNER_DAILY_TOKENS is set but the BUDGETS binding is not")
+    assert error.variable == "OWNER_DAILY_TOKENS"
+
+
 def test_an_error_that_names_no_var_says_only_misconfigured() -> None:
     error = SettingsError("the catalog could not be read")
     assert error.variable is None

@@ -76,6 +76,7 @@ def test_every_environment_of_wrangler_toml_passes(env: str | None) -> None:
         ("staging", "MAX_MESSAGES", "lots", "MAX_MESSAGES='lots' is not a int"),
         ("staging", "STREAM_WINDOW_MS", "900", "STREAM_WINDOW_MS='900' must be between"),
         (None, "AI_FALLBACK_MODELS", "llama", "AI_FALLBACK_MODELS='llama': 'llama' is not a"),
+        ("production", "OWNER_DAILY_TOKENS", "lots", "OWNER_DAILY_TOKENS='lots' must be a whole"),
     ],
 )
 def test_a_wrong_var_exits_1_naming_the_var_and_the_environment(
@@ -106,6 +107,24 @@ def test_dev_vars_are_laid_over_the_default_environment(tmp_path: Path) -> None:
     assert check("--dev-vars", dev_vars).returncode == 0
     # make dev passes .dev.vars whether or not it exists: a missing file is no error.
     assert check("--dev-vars", tmp_path / "missing").returncode == 0
+
+
+def test_the_workers_other_checks_run_too(tmp_path: Path) -> None:
+    """What surface/policy.py checks beside settings.load: Cloudflare Access's team domain, and
+    a daily token budget without the Durable Object that counts it."""
+    dev_vars = tmp_path / ".dev.vars"
+    dev_vars.write_text("ACCESS_TEAM_DOMAIN=myteam\nACCESS_AUD=tag\n")
+    done = check("--dev-vars", dev_vars)
+    assert done.returncode == 1 and "ACCESS_TEAM_DOMAIN='myteam' must be an origin" in done.stderr
+    assert "fix ACCESS_TEAM_DOMAIN, then start again" in done.stderr, done.stderr
+    bare = tmp_path / "wrangler.toml"
+    bare.write_text('name = "x"\n[vars]\nOWNER_DAILY_TOKENS = "1000"\n')
+    done = check("--config", bare)
+    assert done.returncode == 1, done
+    assert done.stderr.startswith(
+        "wrangler.toml [vars]: OWNER_DAILY_TOKENS is set but the BUDGETS binding is not\n"
+    ), done.stderr
+    assert "fix OWNER_DAILY_TOKENS, then start again" in done.stderr, done.stderr
 
 
 def test_an_unknown_environment_exits_2() -> None:
