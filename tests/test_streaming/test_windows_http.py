@@ -153,6 +153,9 @@ def test_a_bad_stream_window_is_a_clear_misconfiguration(runtime: Runtime) -> No
         with runtime.client() as client:
             r = client.post("/api/v1/chat", json={"messages": convo("[[pace:0]] hi")})
         assert r.status_code == 500, r.text[:200]
-        assert r.json()["error"] == "server_misconfigured", r.text[:200]
+        assert r.json() == {
+            "error": "server_misconfigured",
+            "message": "The service is misconfigured: its owner has to fix the setting STREAM_WINDOW_MS.",
+        }, r.text[:200]
     finally:
         runtime.set_vars(STREAM_WINDOW_MS=None)
