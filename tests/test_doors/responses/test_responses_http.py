@@ -75,7 +75,7 @@ def test_not_streamed_output_text_and_usage(
     sent = runtime.last_call()["inputs"]
     # Nothing said about reasoning: AI_THINKING's default (off) turns gemma's thinking off and
     # asks gpt-oss, which cannot stop thinking, for its least.
-    least = {
+    least: dict[str, dict[str, object]] = {
         GEMMA: {"chat_template_kwargs": {"enable_thinking": False}},
         GPT_OSS: {"reasoning_effort": "low"},
     }
