@@ -1,5 +1,7 @@
 # Two entry points: `make dev` (run locally on the built-in model) and `make test`
-# (every check). Both install what they need first, pinned by uv.lock and package-lock.json.
+# (every check). Both install what they need first, pinned by uv.lock and package-lock.json:
+# `make dev` only what running needs (Node, wrangler and the page's libraries: package.json's
+# dependencies, no Python packages), `make test` the rest (devDependencies, uv's groups).
 UV_VERSION := 0.13.9
 # wrangler 4.131 needs Node >= 22. Where the machine's node is older (Node 20 is still common),
 # this Node, from the npm registry's node-<platform>-<arch> package, goes first on PATH.
@@ -25,14 +27,25 @@ SOAK_ARGS ?=
 WORKERD_PYODIDE_DIR ?= $(wildcard $(abspath ../shared/workerd-pyodide))
 export WORKERD_PYODIDE_DIR
 
-.PHONY: setup lint format dev test test-fast test-python test-js bench bench-check soak memcheck deploy deploy-check wrangler-dev pywrangler-dev clean
+.PHONY: setup setup-run check-settings lint format dev test test-fast bench bench-speed bench-check soak memcheck deploy deploy-check wrangler-dev pywrangler-dev clean
 
 TOKEN_TABLE := src/doors/embeddings/cl100k_base.bin
 
-setup: $(NODE) .venv/.synced node_modules/.installed public/vendor/VERSIONS.json $(TOKEN_TABLE)
+# What running the Worker needs (make dev, deploy-check).
+setup-run: $(NODE) node_modules/.run public/vendor/VERSIONS.json $(TOKEN_TABLE)
+# Everything: the running set, the Python tools (uv.lock) and the test tools (devDependencies).
+# The full npm install goes first: it stands for the running set's too (one npm ci, not two).
+setup: node_modules/.installed .venv/.synced setup-run
 
+# Only bin/node of the package (npm pack checks its integrity): its C headers, a third of it
+# unpacked, are for building native addons, which nothing here does; its symbol table (strip,
+# where binutils is installed) only names frames in a native crash dump.
 $(abspath $(BOOT))/node/node_modules/node-%/bin/node:
-	npm install --prefix $(BOOT)/node --no-save --no-package-lock --no-audit --no-fund --loglevel=error node-$*@$(NODE_VERSION)
+	mkdir -p $(BOOT)/node/node_modules/node-$*
+	cd $(BOOT)/node && npm pack --silent --loglevel=error node-$*@$(NODE_VERSION) >/dev/null
+	tar -xzf $(BOOT)/node/node-$*-$(NODE_VERSION).tgz -C $(BOOT)/node/node_modules/node-$* --strip-components=1 package/bin/node
+	rm $(BOOT)/node/node-$*-$(NODE_VERSION).tgz
+	if command -v strip >/dev/null; then strip $@; fi
 	$@ --version
 
 $(UV):
@@ -43,26 +56,51 @@ $(UV):
 	$(UV) sync --locked --quiet
 	touch $@
 
-node_modules/.installed: package.json package-lock.json $(NODE)
-	npm ci --no-audit --no-fund --loglevel=error
+node_modules/.run: package.json package-lock.json $(NODE)
+	npm ci --omit=dev --no-audit --no-fund --loglevel=error
 	touch $@
 
+node_modules/.installed: package.json package-lock.json $(NODE)
+	npm ci --no-audit --no-fund --loglevel=error
+	touch $@ node_modules/.run
+
 # The page's libraries, copied from the pinned node_modules: served as assets, no CDN.
-public/vendor/VERSIONS.json: node_modules/.installed scripts/vendor-assets.mjs
+public/vendor/VERSIONS.json: node_modules/.run scripts/vendor-assets.mjs
 	node scripts/vendor-assets.mjs
 
 # The cl100k_base token table /v1/embeddings decodes token ids with (LangChain's default sends
 # them), from the pinned js-tiktoken; wrangler's default **/*.bin rule uploads it as Data.
-$(TOKEN_TABLE): node_modules/.installed scripts/token-table.mjs
+$(TOKEN_TABLE): node_modules/.run scripts/token-table.mjs
 	node scripts/token-table.mjs
 
-dev: setup
+# A wrong setting (a default model outside AI_MODELS, a bad number...) stops the start, naming
+# the variable and the environment: src/base/settings.py's own checks over wrangler.toml's vars
+# (and .dev.vars for dev) on the machine's Python, before workerd starts.
+check-settings:
+	python3 scripts/check_settings.py $(if $(ENV),--env $(ENV))
+
+dev: setup-run
+	python3 scripts/check_settings.py --dev-vars .dev.vars $(if $(ENV),--env $(ENV))
 	PORT=$(PORT) node local/launch.mjs --snapshot auto --persist .cache/durable-objects $(if $(ENV),--env $(ENV))
 
+# The pytest groups by marker; together they are the whole suite. A group that a -k in
+# PYTEST_ADDOPTS leaves empty exits 5 ("no tests collected"): that is not a failure here.
+HOST_TESTS := -m "not runtime and not browser and not wrangler and not bench" --ignore=tests/browser
+WORKERD_TESTS := -m "(runtime or wrangler) and not browser and not bench"
+BROWSER_TESTS := -m "browser and not bench"
+# Speed checks (marker bench): time, which a busy machine changes, so never in make test.
+BENCH_TESTS := -m bench
+PYTEST := $(UV) run --locked pytest -p no:cacheprovider
+
+# Fastest first, so that a host failure shows in seconds: lint, the JS unit tests, the host
+# tests, types; then the Worker on workerd (pytest, then the JS clients); then the page in Chromium.
 test: setup lint
-	node --test 'tests/js/**/*.test.mjs'
+	node --test --test-reporter=dot 'tests/js/*.test.mjs'
+	$(PYTEST) -q $(HOST_TESTS) || [ $$? -eq 5 ]
 	$(UV) run --locked mypy
-	$(UV) run --locked pytest
+	$(PYTEST) $(WORKERD_TESTS) || [ $$? -eq 5 ]
+	node --test 'tests/js/runtime/*.test.mjs'
+	$(PYTEST) $(BROWSER_TESTS) || [ $$? -eq 5 ]
 
 # ruff (pinned in uv.lock): the format is checked, never rewritten here; `make format` does.
 lint: setup
@@ -75,9 +113,13 @@ format: setup
 
 # The edit loop: the host-only tests (the core on CPython, the JS client): no workerd, no
 # browser, no wrangler.
+# The JS tests run beside pytest (their output after it): two processes get two shares of a
+# machine that other work keeps busy, and the loop takes the longer of the two, not the sum.
 test-fast: setup lint
-	node --test --test-reporter=dot 'tests/js/*.test.mjs'
-	$(UV) run --locked pytest -q -m "not runtime and not browser and not wrangler" -p no:cacheprovider --ignore=tests/browser
+	@mkdir -p .cache; node --test --test-reporter=dot 'tests/js/*.test.mjs' >.cache/test-fast-js.log 2>&1 & js=$$!; \
+	  $(PYTEST) -q $(HOST_TESTS); py=$$?; wait $$js; node=$$?; \
+	  echo "node --test tests/js/*.test.mjs:"; cat .cache/test-fast-js.log; \
+	  [ $$node -eq 0 ] || echo "the JS tests failed (above)"; [ $$py -eq 0 ] && [ $$node -eq 0 ]
 
 # pywrangler runs `uv` from PATH (its `sync` step): the pinned one is put there. It then
 # downloads CPython 3.13 and Pyodide's packages for the Worker, and wrangler deploys: both
@@ -98,11 +140,20 @@ pywrangler-dev: setup
 	PATH="$(abspath $(BOOT)/bin):$$PATH" $(UV) run --locked pywrangler dev --ip 127.0.0.1 --port $(PORT) $(if $(ENV),--env $(ENV))
 
 # Offline: the real upload bundle and each environment's bindings, without deploying.
-deploy-check: setup
+deploy-check: setup-run check-settings
 	npx wrangler deploy --dry-run --outdir .cache/deploy-dry-run $(if $(ENV),--env $(ENV))
 
+# bench/run.py's workerd and host figures, then the decoder's growth with its input (exits 1
+# when it is superlinear: a speed check that was a clock bound in the tests until issue 44).
 bench: setup
 	$(UV) run --locked python bench/run.py $(BENCH_ARGS)
+	$(MAKE) --no-print-directory bench-speed
+
+# The speed checks that were clock bounds in the tests until issue 44; exits 1 on a miss.
+bench-speed: setup
+	$(UV) run --locked python bench/probes/decoder_linear.py --check
+	node --test 'bench/speed/*.test.mjs'
+	$(PYTEST) $(BENCH_TESTS)
 
 # Issue 35's targets: the relay's CPU per token against the JS re-framer's (interleaved on
 # workerd), the delay windows add, client gone -> model closed; exits 1 on a miss (~4-8 min).

@@ -224,7 +224,7 @@ export const ERRORS = Object.freeze({
   method_not_allowed: { text: "This page is out of date with the service. Reload the page and try again." },
   body_too_large: { text: "The conversation is too large to send. The oldest messages will be left out when you try again.", retry: true, shrink: true },
   unsupported_media_type: { text: "This page is out of date with the service. Reload the page and try again." },
-  server_misconfigured: { text: "The chat service is not set up correctly, so it cannot answer. Its owner has to fix it." },
+  server_misconfigured: { text: "The chat service is not set up correctly, so it cannot answer. Its owner has to fix {setting}." },
   upstream_error: { text: "The AI model could not answer this time. Try again.", retry: true },
   upstream_timeout: { text: "The AI model stopped answering partway. Try again.", retry: true },
   upstream_incomplete: { text: "The AI model's answer broke off before the end. Try again.", retry: true },
@@ -253,13 +253,21 @@ export function retryWhen(seconds) {
   return `in about ${Math.round(seconds / 3600)} hours`;
 }
 
+/** "the setting AI_DEFAULT_MODEL", from server_misconfigured's message (src/base/settings.py
+ * SettingsError.public_message), or null when it names none. */
+function misconfiguredSetting(message) {
+  const match = /fix the setting ([A-Z][A-Z0-9_]*)/.exec(typeof message === "string" ? message : "");
+  return match ? `the setting ${match[1]}` : null;
+}
+
 /** An error ({code, status, retryAfter}) as the page shows it, with what the page should do. */
 export function describeError(error, limits = DEFAULT_LIMITS) {
   const entry = ERRORS[error?.code] ?? ERRORS.http_error;
   const text = entry.text
     .replace("{after}", retryWhen(error?.retryAfter ?? null))
     .replace("{maxMessageChars}", limits.maxMessageChars.toLocaleString("en-US"))
-    .replace("{status}", error?.status ? ` (HTTP ${error.status})` : "");
+    .replace("{status}", error?.status ? ` (HTTP ${error.status})` : "")
+    .replace("{setting}", misconfiguredSetting(error?.message) ?? "it");
   return { text, retry: entry.retry === true, rejected: entry.rejected === true, shrink: entry.shrink === true };
 }
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
+from _pytest.mark.expression import Expression
 
 if TYPE_CHECKING:
     import openai
@@ -181,13 +182,10 @@ def stateless_runtime() -> Iterator[Runtime]:
     rt.stop()
 
 
-def assert_stopped(
-    call: dict[str, Any], *, left_at_ms: float | None = None, within_ms: float = 1000.0
-) -> None:
-    """The model saw its connection closed before the answer's end, wrote nothing after,
-    and (given when the client left, epoch ms) within `within_ms` of it. The bound is generous:
-    it tells a cancel from an answer read to its end on a loaded machine; how fast the close
-    really is, is the bench's to measure (bench/RESULTS.md: tens of ms)."""
+def assert_stopped(call: dict[str, Any]) -> None:
+    """The model saw its connection closed before the answer's end and wrote nothing after:
+    counted in the model's chunks, not timed. How soon after the client left the close comes
+    is the bench's to measure (make bench-check: "client gone -> model closed")."""
     assert call["clientClosedAt"] is not None and call["finishedAt"] is None, (
         f"the model finished or never saw a close: {call}"
     )
@@ -195,16 +193,10 @@ def assert_stopped(
     assert call["chunksTotal"] == 0 or call["chunksAtClose"] < call["chunksTotal"], (
         f"the whole answer went out: {call}"
     )
-    if left_at_ms is not None:
-        delay = call["clientClosedAt"] - left_at_ms
-        assert delay < within_ms, (
-            f"upstream closed {delay:.1f} ms after the client left (bound {within_ms} ms)"
-        )
 
 
-def leave_mid_answer(rt: Runtime, path: str, body: dict[str, Any], marker: bytes) -> float:
-    """POST a streamed answer, read until `marker` came 3 times, then leave: when it left,
-    epoch ms (for assert_stopped)."""
+def leave_mid_answer(rt: Runtime, path: str, body: dict[str, Any], marker: bytes) -> None:
+    """POST a streamed answer, read until `marker` came 3 times, then leave."""
     with (
         httpx.Client(base_url=rt.url, timeout=30) as http,
         http.stream("POST", path, json=body) as r,
@@ -215,7 +207,6 @@ def leave_mid_answer(rt: Runtime, path: str, body: dict[str, Any], marker: bytes
             seen += chunk.count(marker)
             if seen >= 3:
                 break
-        return time.time() * 1000
 
 
 def parse_sse(raw: bytes) -> list[tuple[str, object]]:
@@ -274,6 +265,32 @@ def expected_wire(messages: list[dict[str, str]], stop_reason: str = "stop") -> 
         usage,
     )
     return out + b"event: done\ndata: {}\n\n"
+
+
+_RUNTIME_MODULE = re.compile(r"^pytestmark = pytest\.mark\.runtime$", re.MULTILINE)
+_MARK_NAME = re.compile(r"pytest\.mark\.(\w+)")
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """A module of runtime tests only (its `pytestmark = pytest.mark.runtime` line) is not
+    imported when `-m` selects none of its tests: importing it loads the client SDKs it drives
+    the Worker with (openai, LangChain, the Agents SDK, tiktoken), seconds of every host run.
+    Its tests are then neither collected nor counted as deselected."""
+    markexpr: str = config.option.markexpr
+    if not markexpr or collection_path.suffix != ".py" or not collection_path.is_file():
+        return None
+    source = collection_path.read_text(encoding="utf-8")
+    if not _RUNTIME_MODULE.search(source):
+        return None
+    # A test there carries `runtime` and any of the marks the module names: the module is
+    # skipped only when the expression rejects every such combination.
+    others = sorted(set(_MARK_NAME.findall(source)) - {"runtime"})
+    expression = Expression.compile(markexpr)
+    for bits in range(2 ** len(others)):
+        marks = {"runtime"} | {name for i, name in enumerate(others) if bits >> i & 1}
+        if expression.evaluate(lambda name, /, marks=marks, **kwargs: not kwargs and name in marks):
+            return None
+    return True
 
 
 def pytest_report_header() -> list[str]:

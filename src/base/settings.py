@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
@@ -24,7 +25,22 @@ DEFAULT_EMBEDDING_MODELS = (
 
 
 class SettingsError(Exception):
-    """The deployment is misconfigured; the message names the variable and its value."""
+    """The deployment is misconfigured; the message names the variable and its value, first:
+    `AI_DEFAULT_MODEL='x' is not in AI_MODELS`."""
+
+    @property
+    def variable(self) -> str | None:
+        """The var the owner has to fix: the one the message starts with (`X='v' ...`,
+        `X is set but ...`)."""
+        name = re.match(r"[A-Z][A-Z0-9_]*(?=[= ])", str(self))
+        return name.group() if name else None
+
+    def public_message(self) -> str:
+        """What a client is told with 500 server_misconfigured: which var to fix, not its
+        value (a var may hold something its owner would not show)."""
+        if self.variable is None:
+            return "The service is misconfigured."
+        return f"The service is misconfigured: its owner has to fix the setting {self.variable}."
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

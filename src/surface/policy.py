@@ -162,9 +162,7 @@ async def _answer(
             )
     except SettingsError as exc:
         log.error("misconfigured: %s", exc)
-        return route.render_error(
-            ApiError(500, "server_misconfigured", "The service is misconfigured.")
-        )
+        return route.render_error(ApiError(500, "server_misconfigured", exc.public_message()))
     cors = cors_headers(request, settings.allowed_origins)
     if cors is None:
         origin = request.headers.get("origin")

@@ -447,9 +447,10 @@ def test_favicon_is_served(opened: Opened, runtime: Runtime) -> None:
         assert response.headers.get("content-type", "").startswith(kind), (path, response.headers)
 
 
-def test_streaming_render_cost_on_a_4000_token_answer(opened: Opened) -> None:
+def test_a_4000_token_answer_rendered_per_token_reads_as_the_whole_answer(opened: Opened) -> None:
     """One render per token (the worst case: the page renders at most once per frame) against
-    re-rendering the whole answer per token; prints both."""
+    re-rendering the whole answer per token; prints both times, bounds neither (issue 44: what
+    a frame draws is counted in test_page_long.py; speed is the bench's)."""
     result: dict[str, Any] = opened.page.evaluate(
         """async () => {
           const { StreamingMarkdown, renderMarkdown } = await import('/markdown.js');
@@ -475,4 +476,3 @@ def test_streaming_render_cost_on_a_4000_token_answer(opened: Opened) -> None:
         f"re-rendering the whole answer per token, first 1,000 tokens only: {result['whole1000']:.0f} ms"
     )
     assert result["same"], "the streamed rendering differs from rendering the whole answer"
-    assert result["incremental"] < 4000

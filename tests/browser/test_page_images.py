@@ -1,7 +1,6 @@
 """Issue 21 on the page, in headless Chromium against the local Worker: images for a model
-whose capabilities say vision, an answer's thinking sent back as `reasoning`, and an older
-service (no `capabilities` in GET /api/v1/models) getting neither. Which tests run follows
-what the Worker under test announces: nothing here stands in for the server."""
+whose capabilities say vision, and an answer's thinking sent back as `reasoning`. Which tests
+run follows what the Worker under test announces: nothing here stands in for the server."""
 
 from __future__ import annotations
 
@@ -50,16 +49,6 @@ def new_service(runtime: Runtime) -> dict[str, Any]:
     return body
 
 
-@pytest.fixture
-def old_service(runtime: Runtime) -> dict[str, Any]:
-    body = models(runtime)
-    if isinstance(body.get("capabilities"), dict):
-        pytest.skip(
-            "the Worker under test announces `capabilities`: the older-service behaviour is not reachable"
-        )
-    return body
-
-
 def second_turn_after_thinking(opened: Opened) -> dict[str, Any]:
     page = opened.page
     page.select_option("#model", reasoning_model(page))
@@ -68,22 +57,6 @@ def second_turn_after_thinking(opened: Opened) -> dict[str, Any]:
     send(page, "[[pace:0]] second")
     answered(page, 2)
     return opened.chat_bodies[-1]["messages"][1]  # type: ignore[no-any-return]
-
-
-def test_an_older_service_gets_no_images_and_no_reasoning_back(
-    opened: Opened, old_service: dict[str, Any]
-) -> None:
-    page = opened.page
-    attach = page.get_by_role("button", name="Attach image")
-    expect(attach).to_have_attribute("aria-disabled", "true")
-    expect(page.locator("#attach-note")).to_have_text("This chat service does not take images.")
-    attach.focus()  # aria-disabled, so still reachable by keyboard: Enter says why
-    page.keyboard.press("Enter")
-    expect(page.locator("#composer-error")).to_have_text("This chat service does not take images.")
-    assert second_turn_after_thinking(opened) == {
-        "role": "assistant",
-        "content": "You said: first. This answer comes from the built-in offline model, one token at a time, in turn 1.",
-    }
 
 
 def attach_png(page: Page, name: str = "dot.png", data: bytes = PNG) -> None:

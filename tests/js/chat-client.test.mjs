@@ -147,31 +147,20 @@ test("a line split over many feeds is joined whole", () => {
   assert.deepEqual(p.feed("\n\n"), [{ event: "message", data: "x".repeat(1000) }]);
 });
 
-// Linear time: the old parser took 6.3 s and 7.9 s on these (quadratic rescans and
-// concatenations); a linear one takes tens of milliseconds. The bound is generous on purpose.
-test("64,000 events in one read, and a 1 MiB line in 64-character reads, each well under 2 s", (t) => {
+// The shapes the old parser was quadratic on (issue 22), parsed whole; their speed is
+// bench/speed/sse-parser.test.mjs's (make bench), not a clock bound here (issue 44).
+test("64,000 events in one read, and a 1 MiB line in 64-character reads, parse whole", () => {
   const one = 'event: content_block_delta\ndata: {"index":0,"text":"tok"}\n\n';
-  const wire = one.repeat(64000);
-  let started = performance.now();
-  const events = new SSEParser().feed(wire);
-  const manyMs = performance.now() - started;
+  const events = new SSEParser().feed(one.repeat(64000));
   assert.equal(events.length, 64000);
   assert.deepEqual(events[63999], { event: "content_block_delta", data: '{"index":0,"text":"tok"}' });
 
   const big = "data: " + "y".repeat(1 << 20) + "\n\n";
   const p = new SSEParser();
   let got = [];
-  started = performance.now();
   for (let i = 0; i < big.length; i += 64) got = got.concat(p.feed(big.slice(i, i + 64)));
-  const lineMs = performance.now() - started;
   assert.equal(got.length, 1);
   assert.equal(got[0].data.length, 1 << 20);
-
-  const figures = `SSE parser: 64,000 events in one read ${manyMs.toFixed(1)} ms; 1 MiB line in ${Math.ceil(big.length / 64)} reads of 64 characters ${lineMs.toFixed(1)} ms`;
-  t.diagnostic(figures);
-  console.log(figures);
-  assert.ok(manyMs < 2000, figures);
-  assert.ok(lineMs < 2000, figures);
 });
 
 test("reasoning arrives apart from the answer, interleaved, each with its own index", async () => {

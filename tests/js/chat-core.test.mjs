@@ -147,6 +147,12 @@ test("what the page does after each error", () => {
     "Your message is longer than the service takes (8,000 characters). Shorten it and send it again.");
   assert.equal(describeError({ code: "something_new", status: 418 }).text, "The chat service answered with an error (HTTP 418). Try again.");
   assert.equal(describeError({ code: "ai_unavailable", status: 503 }).text, "The chat is turned off for now. Try again later.");
+  // The var its owner has to fix, as the API's message names it (src/base/settings.py).
+  assert.equal(
+    describeError({ code: "server_misconfigured", status: 500, message: "The service is misconfigured: its owner has to fix the setting AI_DEFAULT_MODEL." }).text,
+    "The chat service is not set up correctly, so it cannot answer. Its owner has to fix the setting AI_DEFAULT_MODEL.");
+  assert.equal(describeError({ code: "server_misconfigured", status: 500, message: "The service is misconfigured." }).text,
+    "The chat service is not set up correctly, so it cannot answer. Its owner has to fix it.");
 });
 
 test("thinking time in words", () => {

@@ -30,19 +30,17 @@ test("not inside loose lists or indented blocks; an unfinished line is never a c
   assert.deepEqual(cutsOf("``` inline ``` text\n\nNext\n"), ["``` inline ``` text\n\n"], "backticks in a ` fence's info string make it inline code, not a fence");
 });
 
-test("the cut is found in linear time on a 4,000-token answer fed token by token", () => {
+// Its speed on this answer is bench/speed/markdown-blocks.test.mjs's (make bench, issue 44).
+test("the cut is found on a 4,000-token answer fed token by token", () => {
   const block = "Some words in a paragraph that goes on.\n\n```js\nconst x = 1;\n```\n\n- a\n- b\n\n";
   const text = block.repeat(250);
   const tokens = text.match(/\s*\S+/g);
   const splitter = new BlockSplitter();
   let so = "", cut = 0;
-  const started = performance.now();
   for (const t of tokens) { so += t; cut = splitter.advance(so); }
-  const ms = performance.now() - started;
   assert.ok(tokens.length >= 4000, `${tokens.length} tokens`);
   // The last cut is before the last list: it is still open (a loose item could follow).
   assert.equal(cut, text.length - block.length + block.indexOf("- a"));
-  assert.ok(ms < 200, `${ms} ms`);
 });
 
 import { GrowingBlock } from "../../public/markdown-blocks.js";

@@ -73,8 +73,26 @@ def test_lists_are_trimmed() -> None:
     ],
 )
 def test_misconfiguration_names_key_and_value(env_values: dict[str, str], message: str) -> None:
-    with pytest.raises(SettingsError, match=message.replace("(", r"\(")):
+    with pytest.raises(SettingsError, match=message.replace("(", r"\(")) as caught:
         load(env_values.get)
+    key, _, value = message.partition("=")
+    assert caught.value.variable == key
+    # A client is told which var to fix, never its value.
+    assert caught.value.public_message() == (
+        f"The service is misconfigured: its owner has to fix the setting {key}."
+    )
+    assert value.split()[0] not in caught.value.public_message()
+
+
+def test_an_error_that_starts_with_a_var_names_it() -> None:
+    error = SettingsError("OWNER_DAILY_TOKENS is set but the BUDGETS binding is not")
+    assert error.variable == "OWNER_DAILY_TOKENS"
+
+
+def test_an_error_that_names_no_var_says_only_misconfigured() -> None:
+    error = SettingsError("the catalog could not be read")
+    assert error.variable is None
+    assert error.public_message() == "The service is misconfigured."
 
 
 def test_body_timeout_is_read_on_its_own() -> None:

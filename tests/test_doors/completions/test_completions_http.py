@@ -157,6 +157,5 @@ def test_a_client_that_leaves_closes_the_models_connection(runtime: Runtime) -> 
         assert response.status_code == 200
         first = next(response.iter_raw())
         assert b"text_completion" in first
-        left_at = time.time() * 1000
     call = runtime.wait_for(lambda c: c["clientClosedAt"] is not None)
-    assert_stopped(call, left_at_ms=left_at, within_ms=3000)
+    assert_stopped(call)

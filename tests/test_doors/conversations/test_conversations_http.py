@@ -172,10 +172,10 @@ def test_no_reader_past_the_grace_stops_the_model(durable: Runtime) -> None:
     left = time.time() * 1000
     call = durable.wait_for(lambda c: c["clientClosedAt"] is not None, timeout=GRACE + 10)
     assert_stopped(call)
+    # A lower bound only (the turn went on through its grace; a loaded machine only makes
+    # it later): that it stops at all is the wait_for above, polled with a generous limit.
     waited = call["clientClosedAt"] - left
-    assert GRACE * 1000 * 0.8 < waited < GRACE * 1000 + 5000, (
-        f"stopped {waited:.0f} ms after the reader left"
-    )
+    assert waited > GRACE * 1000 * 0.8, f"stopped {waited:.0f} ms after the reader left"
     rest = events(httpx.get(f"{durable.url}{BASE}/{id}/stream", timeout=10).content)
     assert [(name, data) for _, name, data in rest][-2:] == [
         ("message_stop", '{"stop_reason":"cancelled"}'),

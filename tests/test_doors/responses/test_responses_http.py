@@ -361,12 +361,11 @@ def test_a_client_that_leaves_stops_the_model(runtime: Runtime) -> None:
         "input": "[[pace:40]] [[tokens:200]] long answer please",
         "stream": True,
     }
-    left = leave_mid_answer(runtime, "/v1/responses", body, b"event: response.output_text.delta")
+    leave_mid_answer(runtime, "/v1/responses", body, b"event: response.output_text.delta")
     call = runtime.wait_for(
         lambda c: c["clientClosedAt"] is not None or c["finishedAt"] is not None
     )
-    # A generous bound (a shared 2-core machine); test_runtime_http holds the tight one.
-    assert_stopped(call, left_at_ms=left, within_ms=1000)
+    assert_stopped(call)
 
 
 def test_pydantic_ais_responses_model_shows_the_reasoning_once(runtime: Runtime) -> None:

@@ -190,9 +190,8 @@ def test_the_wire_in_bytes(runtime: Runtime) -> None:
 
 def test_a_client_that_leaves_stops_the_model(runtime: Runtime) -> None:
     body = {"messages": [user("[[pace:40]] [[tokens:200]] long answer please")], "model": GEMMA}
-    left = leave_mid_answer(runtime, "/api/v1/ui-chat", body, b'"type":"text-delta"')
+    leave_mid_answer(runtime, "/api/v1/ui-chat", body, b'"type":"text-delta"')
     call = runtime.wait_for(
         lambda c: c["clientClosedAt"] is not None or c["finishedAt"] is not None
     )
-    # A generous bound (a shared 2-core machine); test_runtime_http holds the tight one.
-    assert_stopped(call, left_at_ms=left, within_ms=1000)
+    assert_stopped(call)
