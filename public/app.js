@@ -1169,5 +1169,26 @@ const WARM = "# a\n\n*b* **c** `d` [e](https://example.com) ~~f~~\n\n- g\n1. h\n
 setMenu(!phone.matches);
 if (!currentChat(state)) begin();
 drawChat();
-loadModels().finally(markReady);
+loadModels().finally(markReady).finally(showWho);   // showWho after: the owner token is known
 prompt.focus();
+
+/**
+ * GET /api/v1/usage: who is signed in (Cloudflare Access) and today's tokens against the daily
+ * budget (OWNER_DAILY_TOKENS), shown beside the title; nothing when neither is set.
+ */
+async function showWho() {
+  let usage;
+  try {
+    const response = await fetch("/api/v1/usage", { cache: "no-store", headers: owner ? { "x-owner-token": owner } : {} });
+    if (!response.ok) return;
+    usage = await response.json();
+  } catch { return; }
+  const parts = [];
+  if (usage.signed_in?.email) parts.push(`Signed in as ${usage.signed_in.email}`);
+  if (usage.limit != null) {
+    const reset = new Date(usage.resets_at * 1000).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+    parts.push(`${usage.used ?? 0} of ${usage.limit} tokens today (resets ${reset})`);
+  }
+  $("who").textContent = parts.join(" · ");
+  $("who").hidden = !parts.length;
+}
