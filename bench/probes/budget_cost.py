@@ -55,7 +55,9 @@ def run(budget: str | None, requests: int) -> list[float]:
     args += ["--ratelimit", "1000000/60", "--var", "AI_FALLBACK_MODELS="]
     if budget:
         args += ["--var", f"OWNER_DAILY_TOKENS={budget}"]
-    process = subprocess.Popen(args, cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        args, cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
     assert process.stdout is not None
     url = ""
     for line in process.stdout:
@@ -88,7 +90,15 @@ def run(budget: str | None, requests: int) -> list[float]:
 
 if __name__ == "__main__":
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 100
-    for name, budget in (("no budget", None), ("budget", "1000000000"), ("no budget", None), ("budget", "1000000000")):
+    for name, budget in (
+        ("no budget", None),
+        ("budget", "1000000000"),
+        ("no budget", None),
+        ("budget", "1000000000"),
+    ):
         rounds = run(budget, n)
-        print(f"{name:10} ms of workerd CPU per chat: median {statistics.median(rounds):.2f}"
-              f" (rounds {', '.join(f'{r:.2f}' for r in rounds)})", flush=True)
+        print(
+            f"{name:10} ms of workerd CPU per chat: median {statistics.median(rounds):.2f}"
+            f" (rounds {', '.join(f'{r:.2f}' for r in rounds)})",
+            flush=True,
+        )

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from surface import access, daily_budget
 from surface import settings as config
 from surface.routing import Api, Route, Shell, app_error
 from surface.settings import Lookup, SettingsError
@@ -24,6 +25,8 @@ def health(env: Lookup, bindings: Iterable[str], runtime: dict[str, str | None])
     """The GET answer (app.handle answers HEAD, OPTIONS and other methods of early routes)."""
     try:
         config.load(env)
+        access.config(env)
+        daily_budget.limit(env)
         settings_ok = True
     except SettingsError:
         settings_ok = False
