@@ -1123,6 +1123,7 @@ async function loadModels() {
   if (want && models.includes(want)) modelSelect.value = want;
   drawModels();
   if (json.conversations === true && !durable) await useConversations();
+  if (json.signed_in || json.daily_tokens) showWho();   // after: the owner token is known
 }
 
 // ---- the kill switch: shown as the page loads, gone by itself when the service is back -------
@@ -1169,12 +1170,13 @@ const WARM = "# a\n\n*b* **c** `d` [e](https://example.com) ~~f~~\n\n- g\n1. h\n
 setMenu(!phone.matches);
 if (!currentChat(state)) begin();
 drawChat();
-loadModels().finally(markReady).finally(showWho);   // showWho after: the owner token is known
+loadModels().finally(markReady);
 prompt.focus();
 
 /**
  * GET /api/v1/usage: who is signed in (Cloudflare Access) and today's tokens against the daily
- * budget (OWNER_DAILY_TOKENS), shown beside the title; nothing when neither is set.
+ * budget (OWNER_DAILY_TOKENS), shown beside the title; asked only when the model list says
+ * either is on.
  */
 async function showWho() {
   let usage;
