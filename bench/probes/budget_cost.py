@@ -50,11 +50,18 @@ def cpu_ms(pids: list[int]) -> float:
     return total * 1000 / TICK
 
 
-def run(budget: str | None, requests: int) -> list[float]:
+def run(
+    budget: str | None,
+    requests: int,
+    extra: dict[str, str] | None = None,
+    headers: dict[str, str] | None = None,
+) -> list[float]:
     args = ["node", "local/launch.mjs", "--port", "0", "--pace", "0", "--exit-on-stdin-eof"]
     args += ["--ratelimit", "1000000/60", "--var", "AI_FALLBACK_MODELS="]
     if budget:
         args += ["--var", f"OWNER_DAILY_TOKENS={budget}"]
+    for key, value in (extra or {}).items():
+        args += ["--var", f"{key}={value}"]
     process = subprocess.Popen(
         args, cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
     )
@@ -67,7 +74,11 @@ def run(budget: str | None, requests: int) -> list[float]:
     # Its log lines are read away, or the pipe fills and the launcher stops.
     threading.Thread(target=lambda: [None for _ in process.stdout or []], daemon=True).start()
     pids = descendants(process.pid)
-    who = {"sec-fetch-site": "same-origin", "x-owner-token": secrets.token_hex(16)}
+    who = {
+        "sec-fetch-site": "same-origin",
+        "x-owner-token": secrets.token_hex(16),
+        **(headers or {}),
+    }
     body = {"messages": [{"role": "user", "content": "[[pace:0]] hi"}], "max_tokens": 8}
     per_round = []
     try:
