@@ -1123,6 +1123,7 @@ async function loadModels() {
   if (want && models.includes(want)) modelSelect.value = want;
   drawModels();
   if (json.conversations === true && !durable) await useConversations();
+  if (json.signed_in || json.daily_tokens) showWho();   // after: the owner token is known
 }
 
 // ---- the kill switch: shown as the page loads, gone by itself when the service is back -------
@@ -1171,3 +1172,25 @@ if (!currentChat(state)) begin();
 drawChat();
 loadModels().finally(markReady);
 prompt.focus();
+
+/**
+ * GET /api/v1/usage: who is signed in (Cloudflare Access) and today's tokens against the daily
+ * budget (OWNER_DAILY_TOKENS), shown beside the title; asked only when the model list says
+ * either is on.
+ */
+async function showWho() {
+  let usage;
+  try {
+    const response = await fetch("/api/v1/usage", { cache: "no-store", headers: owner ? { "x-owner-token": owner } : {} });
+    if (!response.ok) return;
+    usage = await response.json();
+  } catch { return; }
+  const parts = [];
+  if (usage.signed_in?.email) parts.push(`Signed in as ${usage.signed_in.email}`);
+  if (usage.limit != null) {
+    const reset = new Date(usage.resets_at * 1000).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+    parts.push(`${usage.used ?? 0} of ${usage.limit} tokens today (resets ${reset})`);
+  }
+  $("who").textContent = parts.join(" · ");
+  $("who").hidden = !parts.length;
+}

@@ -242,6 +242,19 @@ def expected_tokens(messages: list[dict[str, str]]) -> list[str]:
     return re.findall(r"\s*\S+", text)
 
 
+# What a request that asks no reasoning effort sends each model under AI_THINKING's default
+# (off): gemma-4 and glm-4.7-flash switch thinking off in their template; gpt-oss cannot be
+# turned off and gets its lowest level; a model that does not reason gets nothing.
+THINKING_OFF: dict[str, dict[str, object]] = {
+    "@cf/google/gemma-4-26b-a4b-it": {"chat_template_kwargs": {"enable_thinking": False}},
+    "@cf/zai-org/glm-4.7-flash": {"chat_template_kwargs": {"enable_thinking": False}},
+    "@cf/openai/gpt-oss-20b": {"reasoning_effort": "low"},
+    "@cf/openai/gpt-oss-120b": {"reasoning_effort": "low"},
+    "@cf/meta/llama-3.1-8b-instruct-fast": {},
+    "@cf/meta/llama-3.1-8b-instruct": {},
+}
+
+
 def expected_usage(messages: list[dict[str, str]]) -> dict[str, int]:
     prompt = sum(len(m["content"].split()) + 3 for m in messages)
     completion = len(expected_tokens(messages))

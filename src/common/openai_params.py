@@ -99,11 +99,15 @@ def reasoning_object(name: str, value: object) -> object:
                 raise invalid(f"{name}.effort", f"must be one of {allowed}, got {json_shown(item)}")
         elif (key == "enabled" and item is True) or (key == "exclude" and item is False):
             continue  # what happens anyway: the model reasons, and its reasoning is sent
+        elif key == "enabled" and item is False and value.get("effort") in (None, "none"):
+            continue  # no thinking: effort "none" (base/thinking.py)
         else:
             raise invalid(
                 f"{name}.{clip(key)}",
                 f"not supported: this service takes {name}.effort only (got {json_shown(item)})",
             )
+    if value.get("enabled") is False:
+        return "none"
     return value.get("effort")
 
 
@@ -240,7 +244,7 @@ PARAMS: tuple[Param, ...] = (
     Param(
         name="reasoning",
         handling=PASSED,
-        note='`{"effort": ...}` (OpenRouter\'s form): sent as `reasoning_effort`; `reasoning_effort` wins when both are given',
+        note='`{"effort": ...}` (OpenRouter\'s form): sent as `reasoning_effort` (`{"enabled": false}`: `"none"`); `reasoning_effort` wins when both are given',
         check=reasoning_object,
         built=True,
     ),

@@ -39,6 +39,7 @@ EXPIRES_HEADER = "x-expires-at"
 # back marked, and an error it answers names its code and the model asked.
 REQUEST_ID_HEADER = "x-request-id"
 BUDGET_OWNER_HEADER = "x-budget-owner"
+OWNER_HASH_HEADER = "x-owner-hash"  # the AI Gateway's metadata.owner
 LOGGED_HEADER = "x-turn-logged"
 ERROR_CODE_HEADER = "x-error-code"
 MODEL_HEADER = "x-model"
@@ -50,13 +51,16 @@ log = logging.getLogger("bindings")
 
 
 class WorkersAi:
-    def __init__(self, env: Any, signal: Any, record: RequestLog | None = None) -> None:
+    def __init__(
+        self, env: Any, signal: Any, record: RequestLog | None = None, owner: str | None = None
+    ) -> None:
         self._env = env
         self._signal = signal if signal else None
         self._record = record
         # A call of this request answers whole (drained, or asked for no stream and answered):
         # the shell may send its head early (surface/early_head.py).
         self.answers_whole = False
+        self._owner = owner  # the owner's keyed hash, for the gateway (else the record's)
 
     async def stream(
         self,
@@ -77,7 +81,11 @@ class WorkersAi:
         stop = _RunStop(self._signal, timeout)
         try:
             run_options = {
-                **gateway.run_options(env_lookup(self._env), asked.key_id),
+                **gateway.run_options(
+                    env_lookup(self._env),
+                    asked.key_id,
+                    self._owner or (self._record.owner_hash if self._record else None),
+                ),
                 **asked.binding_options(),
                 "signal": stop.signal,
             }
@@ -212,6 +220,8 @@ class DurableConversations:
             headers.append(REQUEST_ID_HEADER, record.request_id)
             if record.budget_owner is not None:
                 headers.append(BUDGET_OWNER_HEADER, record.budget_owner)
+            if record.owner_hash is not None:
+                headers.append(OWNER_HASH_HEADER, record.owner_hash)
         init["headers"] = headers
         response = await stub.fetch(js.Request.new(f"https://conversation/{op}", js_object(init)))
         content_type = response.headers.get("content-type")

@@ -36,6 +36,7 @@ from shell.bindings import (
     ID_HEADER,
     LOGGED_HEADER,
     MODEL_HEADER,
+    OWNER_HASH_HEADER,
     OWNER_HEADER,
     WorkersAi,
     js_env,
@@ -135,6 +136,7 @@ class _Wiring:
     def __init__(self, env: Any) -> None:
         self._env = env
         self.settings: config.Settings | None = None  # the current request's
+        self.owner_hash: str | None = None  # the current message's, for the AI Gateway
 
     def timer(self, then: Callable[[], None]) -> _Timer:
         return _Timer(then)
@@ -151,7 +153,7 @@ class _Wiring:
         assert self.settings is not None
         # The abort's signal stands for the client's: aborted, run() stops (ClientGone).
         return await service.open_answer(
-            WorkersAi(self._env, abort.signal),
+            WorkersAi(self._env, abort.signal, owner=self.owner_hash),
             self.settings,
             model,
             inputs,
@@ -274,6 +276,8 @@ class Conversation(DurableObject):  # type: ignore[misc]  # the SDK has no stubs
                 # The asker's own (checked above): listed. Read before the turn, since a delete
                 # may empty the storage while it opens.
                 owned = room.store.owner is not None
+                # The AI Gateway's metadata.owner, as the Worker made it (policy._tag_owner).
+                self._wiring.owner_hash = str(raw.headers.get(OWNER_HASH_HEADER) or "") or None
                 answer = _response(await room.message(id, payload, settings), raw.signal)
                 answer.js_object.headers.set(LOGGED_HEADER, "1")
                 if owned:

@@ -14,6 +14,7 @@ from base import catalog
 from base import settings as config
 from base.settings import Lookup, SettingsError
 from base.version import VERSION
+from surface import access, daily_budget
 from surface.routing import Api, Route, Shell, app_error
 from surface.web import WebRequest, WebResponse, json_response
 
@@ -24,6 +25,8 @@ def health(env: Lookup, bindings: Iterable[str], runtime: dict[str, str | None])
     """The GET answer (app.handle answers HEAD, OPTIONS and other methods of early routes)."""
     try:
         config.load(env)
+        access.config(env)
+        daily_budget.limit(env)
         settings_ok = True
     except SettingsError:
         settings_ok = False

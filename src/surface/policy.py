@@ -14,7 +14,7 @@ from surface import access, daily_budget, rate_limit
 from surface.api_keys import SECRET, Keys, bearer, key_id
 from surface.guard import guard
 from surface.rate_limit import Limiter
-from surface.request_log import CURRENT, redacted
+from surface.request_log import CURRENT, HASH_KEY_VAR, id_hash, redacted
 from surface.routing import (
     EARLY_ALLOW,
     LOCAL_VAR,
@@ -31,6 +31,7 @@ from surface.routing import (
 )
 from surface.usage_api import budget_owner
 from surface.web import API_HEADERS, Headers, WebRequest, WebResponse, origin_of, without_body
+from workers_ai import gateway
 from workers_ai.service import ChatModel
 
 log = logging.getLogger("policy")
@@ -215,6 +216,8 @@ async def _answer(
         identity=identity,
         budgets=budgets,
     )
+    if gateway.configured(env):
+        _tag_owner(context)
     try:
         if cap is not None and budgets is not None and route.metered and not reading:
             await _within_budget(context, budgets, cap)
@@ -248,6 +251,18 @@ async def _within_budget(ctx: Context, budgets: daily_budget.Budgets, cap: int) 
     if record is not None:
         record.spend = lambda tokens: budgets.spend(owner, tokens)
         record.budget_owner = owner
+
+
+def _tag_owner(ctx: Context) -> None:
+    """The AI Gateway's metadata.owner for this request's calls: the owner's keyed hash."""
+    record = CURRENT.get()
+    if record is None or ctx.env is None:
+        return
+    try:
+        owner = budget_owner(ctx)
+    except ApiError:  # a malformed owner token: the handler refuses it
+        return
+    record.owner_hash = id_hash(owner, ctx.env(HASH_KEY_VAR))
 
 
 class _NoVerifier:

@@ -127,6 +127,8 @@ class RequestLog:
     # budget is set: called once, when the line is written, the one place every answer ends.
     spend: Callable[[int], None] | None = None
     budget_owner: str | None = None  # whose count `spend` adds to; never in the line
+    # The owner's keyed hash (id_hash), the AI Gateway's metadata.owner; set when a gateway is.
+    owner_hash: str | None = None
 
     def responded(self, response: WebResponse, now: float) -> None:
         """The response is known. A whole body ends the request here; a relayed stream ends

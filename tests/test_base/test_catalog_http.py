@@ -16,6 +16,7 @@ import httpx
 import pytest
 from conftest import Runtime, expected_tokens, parse_sse, start_runtime
 
+from surface.request_log import id_hash
 from workers_ai.affinity import conversation_key
 
 pytestmark = pytest.mark.runtime
@@ -98,7 +99,12 @@ def capabilities(rt: Runtime) -> dict[str, Any]:
     with rt.client() as client:
         data = client.get("/v1/models", headers=AUTH).json()["data"]
     # The chat models' facts; the embedding models listed after them are tests/test_embeddings_http's.
-    return {m["id"]: m["capabilities"] for m in data if m["capabilities"].get("task") is None}
+    # Their reasoning_control is tests/test_workers_ai/test_thinking_http.py's.
+    return {
+        m["id"]: {k: v for k, v in m["capabilities"].items() if k != "reasoning_control"}
+        for m in data
+        if m["capabilities"].get("task") is None
+    }
 
 
 STATIC = {
@@ -384,7 +390,7 @@ def test_the_gateway_gets_its_cache_options_and_the_key_id_never_the_key(rt: Run
     assert call["options"]["gateway"] == {
         "id": GATEWAY,
         "cacheTtl": 120,
-        "metadata": {"api_key_id": KEY_ID},
+        "metadata": {"api_key_id": KEY_ID, "owner": id_hash("key:" + KEY_ID, None)},
     }, call["options"]
     assert KEY not in json.dumps(call)
 

@@ -74,6 +74,8 @@ WHOLE = {**BASE, "stream": False}
             {"reasoning": {"effort": "high", "enabled": True, "exclude": False}},
             {"reasoning_effort": "high"},
         ),
+        # OpenRouter's way to ask for no thinking.
+        (OPENAI, {"reasoning": {"enabled": False}}, {"reasoning_effort": "none"}),
         # stop strings are the relay's (test_stop.py): never sent to the model
         (OPENAI, {"stop": ["END", "\n\n", "a", "b", "c", "d"]}, {}),
         (NATIVE, {"stop": "END"}, {}),

@@ -248,6 +248,12 @@ def test_models_report_a_created_time_and_capabilities(client: openai.OpenAI) ->
         "tools": True,
         "reasoning": False,
         "paid_plan": False,
+        "reasoning_control": {
+            "kind": "switch",
+            "can_turn_off": True,
+            "field": "chat_template_kwargs.enable_thinking",
+            "default": "on",
+        },
     }
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import tiktoken
-from conftest import ROOT, Runtime, expected_tokens, expected_wire
+from conftest import ROOT, THINKING_OFF, Runtime, expected_tokens, expected_wire
 from conftest import builtin_vectors as expected
 
 from base import settings
@@ -90,7 +90,12 @@ def test_the_completions_example_prints_the_answer(runtime: Runtime) -> None:
     out = run(runtime, [sys.executable, "examples/openai_completions.py", PROMPT])
     assert out == "".join(expected_tokens(MESSAGES)) + "\n"
     call = runtime.last_call()
-    assert call["inputs"] == {"prompt": PROMPT, "stream": True, "max_tokens": 256}
+    assert call["inputs"] == {
+        "prompt": PROMPT,
+        "stream": True,
+        "max_tokens": 256,
+        **THINKING_OFF[call["model"]],
+    }
 
 
 def test_the_completions_example_sends_several_prompts_as_one_list(runtime: Runtime) -> None:

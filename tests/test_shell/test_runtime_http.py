@@ -13,6 +13,7 @@ import pytest
 from cases import CASES
 from conftest import (
     IDLE_LIMIT,
+    THINKING_OFF,
     Runtime,
     assert_stopped,
     expected_tokens,
@@ -49,7 +50,12 @@ def test_complete_answer_exact_bytes(runtime: Runtime, model: str) -> None:
     assert response.content == expected_wire(messages)
     call = runtime.last_call()
     assert call["model"] == model
-    assert call["inputs"] == {"messages": messages, "stream": True, "max_tokens": 1024}
+    assert call["inputs"] == {
+        "messages": messages,
+        "stream": True,
+        "max_tokens": 1024,
+        **THINKING_OFF[model],
+    }
     # wrangler.toml names a fallback model: the asked one may fail at once when busy (3040).
     assert call["options"] == {"rejectIfBusy": True}
     assert call["clientClosedAt"] is None and call["finishedAt"] is not None
@@ -266,7 +272,11 @@ def test_routes_methods_and_models(runtime: Runtime) -> None:
         assert client.get("/api/v1/nope").json()["error"] == "not_found"
         wrong = client.put("/api/v1/chat")
         assert (wrong.status_code, wrong.headers["allow"]) == (405, "POST, OPTIONS")
-        assert client.get("/api/v1/models").json() == {
+        listed = client.get("/api/v1/models").json()
+        # Each model's reasoning_control: tests/test_workers_ai/test_thinking_http.py.
+        for caps in listed["capabilities"].values():
+            assert caps.pop("reasoning_control")["kind"] in ("switch", "effort", "none"), caps
+        assert listed == {
             "models": [NATIVE, FAST, OPENAI_SHAPED, GLM],
             "default": NATIVE,
             "reasoning": [OPENAI_SHAPED, GLM],

@@ -21,6 +21,9 @@ import openai
 import pytest
 from conftest import Runtime, start_runtime
 
+from surface.owners import owner_of
+from surface.request_log import id_hash
+
 pytestmark = pytest.mark.runtime
 
 KEYS = [f"sk-test-{secrets.token_hex(12)}" for _ in range(5)]
@@ -217,8 +220,32 @@ def test_every_call_goes_through_the_ai_gateway(guarded: Runtime, runtime: Runti
     key_id = hashlib.sha256(KEYS[3].encode()).hexdigest()[:16]
     assert (call["path"], call["options"]) == (
         "/ai-gateway/run",
-        {"gateway": {"id": GATEWAY, "metadata": {"api_key_id": key_id}}, "rejectIfBusy": True},
+        {
+            "gateway": {
+                "id": GATEWAY,
+                # The owner as a keyed hash (LOG_HASH_KEY unset: its public default), never a key.
+                "metadata": {"api_key_id": key_id, "owner": id_hash("key:" + key_id, None)},
+            },
+            "rejectIfBusy": True,
+        },
     )
+    # A durable turn of the page: its owner token's hash, hashed again, as metadata.owner.
+    token = secrets.token_hex(16)
+    page = {"sec-fetch-site": "same-origin", "x-owner-token": token}
+    made = httpx.post(guarded.url + "/api/v1/conversations", headers=page, timeout=10)
+    assert made.status_code == 201, made.text
+    turn = httpx.post(
+        f"{guarded.url}/api/v1/conversations/{made.json()['id']}/messages",
+        headers=page,
+        json={"content": "[[pace:0]] hi"},
+        timeout=30,
+    )
+    assert turn.status_code == 200, turn.text
+    owner = owner_of({"x-owner-token": token}, None, None)
+    assert owner is not None
+    metadata = guarded.last_call()["options"]["gateway"]["metadata"]
+    assert metadata == {"owner": id_hash(owner, None)}, metadata
+    assert token not in json.dumps(guarded.last_call()["options"])
     open_chat = httpx.post(runtime.url + "/api/v1/chat", json=CHAT, timeout=10)
     assert open_chat.status_code == 200
     call = runtime.last_call()

@@ -50,6 +50,14 @@ def chat(rt: Runtime, headers: dict[str, str]) -> httpx.Response:
 
 def test_a_valid_token_passes_and_health_needs_none(rt: Runtime, team: CertsServer) -> None:
     assert chat(rt, person(team)).status_code == 200
+    listed = httpx.get(rt.url + "/api/v1/models", headers=person(team), timeout=10).json()
+    assert listed["signed_in"] == {"email": "ada@example.com"} and "daily_tokens" not in listed
+    usage = httpx.get(rt.url + "/api/v1/usage", headers=person(team), timeout=10).json()
+    assert (usage["owner"], usage["signed_in"], usage["used"]) == (
+        "access",
+        {"email": "ada@example.com"},
+        None,
+    )
     openai = {
         "model": "@cf/google/gemma-4-26b-a4b-it",
         "messages": [{"role": "user", "content": "hi"}],

@@ -1,14 +1,19 @@
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime
 
 import pytest
-from fakes import LiteSql
+from fakes import FakeLimiter, FakeModel, LiteSql, frames
+from host_app import request
 
 from base.errors import ApiError
 from base.settings import SettingsError
+from routes import TABLE
 from surface import daily_budget
 from surface.daily_budget import DailyUsage
+from surface.policy import handle
+from surface.web import WebResponse
 
 
 def at(text: str) -> float:
@@ -76,3 +81,60 @@ def test_tokens_of_usage() -> None:
     assert daily_budget.tokens_of({"prompt_tokens": 10, "completion_tokens": 5}) == 15
     assert daily_budget.tokens_of(None) == 0
     assert daily_budget.tokens_of({"prompt_tokens": True, "completion_tokens": -1}) == 0
+
+
+class FakeBudgets:
+    """daily_budget.Budgets in memory, with every call it gets."""
+
+    def __init__(self, used: int = 0) -> None:
+        self.counts: dict[str, int] = {}
+        self.start = used
+        self.calls: list[tuple[str, str]] = []
+
+    async def used(self, owner: str) -> int:
+        self.calls.append(("used", owner))
+        return self.counts.get(owner, self.start)
+
+    def spend(self, owner: str, tokens: int) -> None:
+        self.calls.append(("spend", owner))
+        self.counts[owner] = self.counts.get(owner, self.start) + tokens
+
+
+CHAT = b'{"messages":[{"role":"user","content":"hi"}]}'
+TOKEN = "ab" * 16
+
+
+def ask(env: dict[str, str], budgets: FakeBudgets | None, model: FakeModel) -> WebResponse:
+    req = request(
+        "POST", "/api/v1/chat", CHAT, content_type="application/json", x_owner_token=TOKEN
+    )
+    return asyncio.run(
+        handle(
+            req,
+            env.get,
+            model,
+            TABLE,
+            limiter=FakeLimiter(),
+            budgets=budgets,
+        )
+    )
+
+
+def test_no_budget_no_durable_object_call() -> None:
+    budgets = FakeBudgets()
+    assert ask({}, budgets, FakeModel(frames("hi"))).status == 200
+    assert budgets.calls == []
+
+
+def test_a_spent_budget_refuses_before_the_model() -> None:
+    model = FakeModel(frames("hi"))
+    response = ask({"OWNER_DAILY_TOKENS": "100"}, FakeBudgets(used=100), model)
+    assert (response.status, response.code) == (429, "budget_exceeded")
+    assert model.calls == []
+    assert ask({"OWNER_DAILY_TOKENS": "100"}, FakeBudgets(used=99), model).status == 200
+    assert len(model.calls) == 1
+
+
+def test_a_budget_without_its_binding_is_misconfigured() -> None:
+    response = ask({"OWNER_DAILY_TOKENS": "100"}, None, FakeModel(frames("hi")))
+    assert (response.status, response.code) == (500, "server_misconfigured")

@@ -74,6 +74,8 @@ def test_each_way_an_answer_ends_is_counted_as_the_model_reported(rt: Runtime) -
         None,
     )
     assert first["resets_at"] % 86400 == 0 and first["resets_at"] > time.time()
+    listed = httpx.get(rt.url + "/api/v1/models", headers=who, timeout=10).json()
+    assert listed["daily_tokens"] == BUDGET and "signed_in" not in listed
     spent = 0
     said = [{"role": "user", "content": "[[pace:0]] count me"}]
     with rt.client(headers=who, timeout=30) as client:

@@ -54,6 +54,15 @@ def test_broken_settings_are_reported_without_their_values() -> None:
     assert b"secret-looking-value" not in response.body  # type: ignore[operator]
 
 
+def test_a_bad_access_domain_or_budget_is_a_misconfiguration() -> None:
+    for bad in (
+        env(ACCESS_TEAM_DOMAIN="team", ACCESS_AUD="a"),
+        env(OWNER_DAILY_TOKENS="lots"),
+    ):
+        body = json.loads(health(bad, ["AI"], RUNTIME).body)  # type: ignore[arg-type]
+        assert (body["status"], body["settings"]) == ("misconfigured", "invalid"), body
+
+
 class Shell:
     def binding_names(self) -> list[str]:
         return ["AI"]

@@ -37,6 +37,7 @@ def test_the_table_is_what_these_tests_cover() -> None:
             "/api/v1/health",
             "/__local/stats",
             "/api/v1/ui-chat",
+            "/api/v1/usage",
             "/v1/responses",
             "/v1/completions",
             "/v1/embeddings",

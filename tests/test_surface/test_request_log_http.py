@@ -276,6 +276,7 @@ def test_health_on_workerd_makes_no_model_call(runtime: Runtime) -> None:
         "settings": "ok",
         "bindings": [
             "AI",
+            "BUDGETS",
             "CONVERSATIONS",
             "KEY_RATE_LIMITER",
             "OWNERS",

@@ -28,3 +28,14 @@ def test_cache_options_and_the_key_id_as_metadata() -> None:
     assert (
         run_options({"AI_GATEWAY_CACHE_TTL": "300"}.get, "0123456789abcdef") == {}
     )  # no gateway, no options
+
+
+def test_the_owner_hash_as_metadata() -> None:
+    env = {"AI_GATEWAY_ID": "gw"}.get
+    assert run_options(env, None, "0123456789abcdef") == {
+        "gateway": {"id": "gw", "metadata": {"owner": "0123456789abcdef"}}
+    }
+    assert run_options(env, "k1", "0123456789abcdef")["gateway"]["metadata"] == {
+        "api_key_id": "k1",
+        "owner": "0123456789abcdef",
+    }

@@ -7,6 +7,7 @@ from base.version import VERSION
 from checks.chat_request import parse_chat
 from common import answers
 from common.chat_events import ChatEncoder
+from surface import daily_budget
 from surface.guard import PAGE_OR_KEY
 from surface.routing import Api, Context, Route, app_error, parse_body
 from surface.web import WebResponse, json_response
@@ -53,6 +54,12 @@ async def models(ctx: Context) -> WebResponse:
         "conversations": ctx.conversations is not None,
         "version": VERSION,
     }
+    # Only when they are on, so the page asks GET /api/v1/usage only then.
+    if ctx.identity is not None:
+        body["signed_in"] = {"email": ctx.identity.email}
+    cap = daily_budget.limit(ctx.env) if ctx.env is not None else None
+    if cap is not None:
+        body["daily_tokens"] = cap
     return json_response(200, body)
 
 

@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 import openai
 import pytest
-from conftest import Runtime, assert_stopped, expected_tokens, expected_usage
+from conftest import THINKING_OFF, Runtime, assert_stopped, expected_tokens, expected_usage
 
 pytestmark = pytest.mark.runtime
 
@@ -25,7 +25,12 @@ def answer_to(prompt: str) -> str:
 
 def test_a_whole_completion_from_the_openai_sdk(client: openai.OpenAI, runtime: Runtime) -> None:
     completion = client.completions.create(model=GEMMA, prompt=PROMPT, max_tokens=256)
-    assert runtime.last_call()["inputs"] == {"prompt": PROMPT, "stream": True, "max_tokens": 256}
+    assert runtime.last_call()["inputs"] == {
+        "prompt": PROMPT,
+        "stream": True,
+        "max_tokens": 256,
+        **THINKING_OFF[GEMMA],
+    }
     assert completion.object == "text_completion" and completion.id.startswith("cmpl-")
     assert completion.model == GEMMA
     [choice] = completion.choices

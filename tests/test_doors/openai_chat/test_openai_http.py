@@ -11,7 +11,14 @@ import httpx
 import openai
 import pytest
 from cases import CASES
-from conftest import IDLE_LIMIT, Runtime, assert_stopped, expected_tokens, expected_usage
+from conftest import (
+    IDLE_LIMIT,
+    THINKING_OFF,
+    Runtime,
+    assert_stopped,
+    expected_tokens,
+    expected_usage,
+)
 
 from base import settings
 
@@ -61,6 +68,7 @@ def test_non_streaming_answer_and_usage(
         ],
         "stream": True,
         "max_tokens": 1024,
+        **THINKING_OFF[model],
     }
 
 

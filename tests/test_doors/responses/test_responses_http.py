@@ -73,17 +73,17 @@ def test_not_streamed_output_text_and_usage(
         response.usage.total_tokens,
     ) == (usage["prompt_tokens"], usage["completion_tokens"], usage["total_tokens"])
     sent = runtime.last_call()["inputs"]
-    # Nothing said about reasoning: AI_THINKING's default (off) turns gemma's thinking off and
-    # asks gpt-oss, which cannot stop thinking, for its least.
-    least: dict[str, dict[str, object]] = {
-        GEMMA: {"chat_template_kwargs": {"enable_thinking": False}},
-        GPT_OSS: {"reasoning_effort": "low"},
-    }
+    # Nothing asked: AI_THINKING's default, each model's cheapest control (gpt-oss: "low").
+    cheapest = (
+        {"reasoning_effort": "low"}
+        if model == GPT_OSS
+        else {"chat_template_kwargs": {"enable_thinking": False}}
+    )
     assert sent == {
         "messages": [system, {"role": "user", "content": said}],
         "stream": True,
         "max_tokens": 200,
-        **least[model],
+        **cheapest,
     }, sent
 
 

@@ -93,6 +93,8 @@ def test_text_as_the_ai_sdk_reads_it(runtime: Runtime) -> None:
         "messages": [{"role": "user", "content": said}],
         "stream": True,
         "max_tokens": 200,
+        # Nothing asked: AI_THINKING's default turns gemma-4's thinking off.
+        "chat_template_kwargs": {"enable_thinking": False},
     }
 
 
