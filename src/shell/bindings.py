@@ -2,6 +2,11 @@
 namespaces (conversations, their owners' indexes, stored responses), the rate limiters, and the
 vars. Python values become JS objects before they reach a binding; what a binding answers
 becomes Python before the core sees it.
+
+`Bindings.of(env)` is the one place that reads the runtime's env: the raw JS env of the module
+entry, or the SDK's wrapper (`_EnvWrapper`, what a Durable Object is given) whose JS env it
+unwraps. Everything here is then given raw JS bindings: the SDK's wrappers convert every value
+that crosses them and cost per call (bench/notes/2026-11-29-entry.md).
 """
 
 from __future__ import annotations
@@ -10,6 +15,7 @@ import asyncio
 import json
 import logging
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import js
@@ -36,6 +42,37 @@ EXPIRES_HEADER = "x-expires-at"
 CATALOG_WAIT_MS = 2000
 
 log = logging.getLogger("bindings")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Bindings:
+    """What a request's handler reads of the env, read once: the JS env, its vars as a Lookup,
+    and each binding (None when the environment has no such binding)."""
+
+    env: Any
+    lookup: Lookup
+    ai: Any
+    limiter: RateLimiter | None
+    key_limiter: RateLimiter | None
+    read_limiter: RateLimiter | None
+    conversations: Any
+    responses: Any
+    owners: Any
+
+    @classmethod
+    def of(cls, env: Any) -> Bindings:
+        raw = js_env(env)
+        return cls(
+            env=raw,
+            lookup=env_lookup(raw),
+            ai=getattr(raw, "AI", None),
+            limiter=limiter(raw),
+            key_limiter=limiter(raw, rate_limit.KEY_BINDING),
+            read_limiter=limiter(raw, rate_limit.READ_BINDING),
+            conversations=getattr(raw, "CONVERSATIONS", None),
+            responses=getattr(raw, "RESPONSES", None),
+            owners=getattr(raw, "OWNERS", None),
+        )
 
 
 class WorkersAi:

@@ -190,7 +190,7 @@ class Conversation(DurableObject):  # type: ignore[misc]  # the SDK has no stubs
         value = getattr(self.env, key, None)
         return value if isinstance(value, str) else None
 
-    async def fetch(self, request: Any) -> Response:
+    async def on_fetch(self, request: Any) -> Response:
         raw = request.js_object
         op = urlsplit(str(raw.url)).path.strip("/")
         id = str(raw.headers.get(ID_HEADER) or "")
