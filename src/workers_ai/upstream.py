@@ -11,8 +11,6 @@ from __future__ import annotations
 import codecs
 
 from workers_ai.frames import (
-    PLAIN_CHUNK_EVENT,
-    PLAIN_NATIVE_EVENT,
     TEXT,
     THINKING,
     Decoded,
@@ -21,6 +19,7 @@ from workers_ai.frames import (
     ToolCall,
     finish_reason,
 )
+from workers_ai.plain_frames import PLAIN_CHUNK_EVENT, PLAIN_NATIVE_EVENT
 from workers_ai.sse_lines import DataFields, LineDecoder
 
 __all__ = ["TEXT", "THINKING", "Decoded", "Part", "ToolCall", "UpstreamDecoder", "finish_reason"]

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from workers_ai import frames, upstream
+from workers_ai import frames, plain_frames, upstream
 from workers_ai.upstream import TEXT, Decoded, UpstreamDecoder
 
 
@@ -298,7 +298,7 @@ def test_only_a_leading_bom_is_stripped() -> None:
     ],
 )
 def test_fast_path_covers_the_real_native_frame(frame: bytes) -> None:
-    assert frames._fast(frame.decode()[6:-2]) == ("a", None, None)
+    assert plain_frames.fast(frame.decode()[6:-2]) == ("a", None, None)
     assert decode(frame)[0] == [("text", "a")]
 
 
