@@ -27,10 +27,6 @@ log = logging.getLogger("jsstream")
 
 # The window of an answer collected whole (nobody sees its tokens one by one), in seconds.
 WHOLE_WINDOW = 0.25
-# Frames read at once before a window may open: a short answer is read to its end without one.
-# A window that opens costs a short answer far more CPU than its reads save, and the longer
-# answers pay a little for the frames read one by one (bench/notes/2026-11-29-entry.md).
-WARM_FRAMES = 16
 
 
 class JsByteSource:
@@ -126,9 +122,7 @@ class RelayPipe:
         # still means nothing was sent for that long, not that tokens waited in a window.
         if window > 0:
             longest = min(max(window, WHOLE_WINDOW) if whole else window, relay.quiet_step)
-            self._windows = (
-                Windows.steady(longest) if whole else Windows(longest, warm_frames=WARM_FRAMES)
-            )
+            self._windows = Windows.steady(longest) if whole else Windows(longest)
             self._on_result = create_proxy(self._read_done)
             self._on_error = create_proxy(self._read_failed)
             self._proxies += [self._on_result, self._on_error]
