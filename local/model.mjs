@@ -58,6 +58,13 @@
 //   [[usage:first]]      OpenAI shape: the real usage first, a zero-usage chunk last
 //   [[usage:cumulative]] OpenAI shape: cumulative usage on every chunk (qwen over REST)
 //   [[usage:reasoning]]  the usage counts the reasoning tokens (completion_tokens_details)
+//   [[shape:2026]]       the stream every @cf/ model sends in late 2026 (field-2026-11-28.md: agents
+//                        0.32.0 docs/models.md), whatever the model id: OpenAI chunks with the
+//                        running usage on every delta, a `choices: []` heartbeat every
+//                        HEARTBEAT_EVERY chunks, reasoning under `reasoning` ([[reasoning:FIELD]]
+//                        picks another), noise fields (p, token_ids, prompt_token_ids,
+//                        kv_transfer_params), a Google model's name echoed with -external, and the
+//                        native tail {"response":"","usage":{...}} before [DONE]
 //   [[tool:NAME]]        with inputs.tools: call the tool NAME (repeat for parallel calls), its
 //                        arguments {<first parameter>: <the message without directives>};
 //                        reasoning models stream OpenAI-shaped delta.tool_calls (arguments in
@@ -249,6 +256,7 @@ export function frames(model, answer, usage, rand) {
   const pad = () => PAD.slice(0, 1 + Math.floor(rand() * PAD.length));
   const data = (value) => `data: ${JSON.stringify(value)}\n\n`;
   if (opts.fault === "malformed") out.push({ raw: 'data: {"response": "bro\n\n', token: false });
+  if (opts.shape === "2026") return frames2026(model, answer, usage, pad, data, out);
   if (isReasoningModel(model)) {
     const id = "chatcmpl-local";
     const created = 1767225600;
@@ -316,6 +324,44 @@ export function frames(model, answer, usage, rand) {
   }
   if (opts.fault !== "nodone") out.push({ raw: "data: [DONE]\n\n" });
   if (opts.fault === "bom") out[0] = { ...out[0], raw: "\uFEFF" + out[0].raw };
+  return out;
+}
+
+// [[shape:2026]]: a heartbeat (`choices: []`, the usage so far) after every this many chunks.
+export const HEARTBEAT_EVERY = 16;
+
+function frames2026(model, answer, usage, pad, data, out) {
+  const { tokens, thinking, truncated, opts } = answer;
+  const id = "chatcmpl-local";
+  const created = 1767225600;
+  const echoed = model.startsWith("@cf/google/") ? `${model}-external` : model;
+  const field = opts.reasoning ?? "reasoning";
+  let sent = 0;
+  let chunks = 0;
+  const running = () => ({ prompt_tokens: usage.prompt_tokens, completion_tokens: sent, total_tokens: usage.prompt_tokens + sent });
+  const chunk = (delta, finish = null, extra = {}) => {
+    const choice = { index: 0, delta, logprobs: null, finish_reason: finish, stop_reason: null, token_ids: delta.content || delta[field] ? [1000 + sent] : [] };
+    return data({ id, object: "chat.completion.chunk", created, model: echoed, choices: [choice], usage: running(), p: pad(), ...extra });
+  };
+  const push = (raw, token) => {
+    out.push({ raw, token });
+    if (++chunks % HEARTBEAT_EVERY === 0) out.push({ raw: data({ id, object: "chat.completion.chunk", created, model: echoed, choices: [], usage: running() }), token: false });
+  };
+  push(chunk({ role: "assistant", content: "" }, null, { prompt_token_ids: [1, 2, 3], kv_transfer_params: null }), false);
+  for (const t of thinking) {
+    sent += 1;
+    const delta = field === "both" ? { reasoning_content: t, reasoning: t, content: null } : { [field]: t, content: null };
+    push(chunk(delta), true);
+  }
+  for (const t of tokens) { sent += 1; push(chunk({ content: t }), true); }
+  answer.calls.forEach((call, index) => {
+    push(chunk({ tool_calls: [{ index, id: `call_local_${index}`, type: "function", function: { name: call.name, arguments: "" } }], content: null }), true);
+    for (const piece of argumentPieces(call.arguments)) { sent += 1; push(chunk({ tool_calls: [{ index, function: { arguments: piece } }], content: null }), true); }
+  });
+  const finish = truncated ? "length" : answer.calls.length ? "tool_calls" : "stop";
+  out.push({ raw: chunk({}, finish) });
+  out.push({ raw: data({ response: "", usage }) });
+  if (opts.fault !== "nodone") out.push({ raw: "data: [DONE]\n\n" });
   return out;
 }
 

@@ -3,6 +3,13 @@
 Values cross here and only here: Python inputs become plain JS objects before they reach
 the AI binding (workerd's Ai class JSON.stringify()s them), JS results become Python before
 the core sees them.
+
+The entry is a module-level `on_fetch(request, env, ctx)` (compatibility flag
+`disable_python_no_global_handlers`): the runtime calls it once a request with the JS request,
+env and ctx as they are. A `WorkerEntrypoint` class costs two calls into Python a request (its
+constructor, then fetch) and the SDK's wrappers of every argument and result
+(bench/notes/2026-11-29-entry.md). Under the flag a Durable Object's handlers are `on_fetch`
+and `on_alarm`.
 """
 
 from __future__ import annotations
@@ -18,7 +25,6 @@ from urllib.parse import urlsplit
 
 import js
 from pyodide.ffi import to_js
-from workers import Response, WorkerEntrypoint
 
 from base.errors import ApiError
 from base.settings import (
@@ -30,20 +36,12 @@ from base.settings import (
 )
 from routes import TABLE
 from shell.access_keys import WebCryptoVerifier
-from shell.bindings import (
-    DurableConversations,
-    DurableOwnerIndexes,
-    DurableResponses,
-    WorkersAi,
-    env_lookup,
-    js_env,
-    limiter,
-    refresh_catalog,
-)
-from shell.budget_object import DurableBudgets, OwnerBudget  # noqa: F401
+from shell.bindings import Bindings, WorkersAi, refresh_catalog
 
 # Durable Object classes are found in the main module.
+from shell.budget_object import DurableBudgets, OwnerBudget  # noqa: F401
 from shell.conversation_object import Conversation  # noqa: F401
+from shell.durable_stubs import DurableConversations, DurableOwnerIndexes, DurableResponses
 from shell.js_glue import js_headers
 from shell.jsbody import RequestBody
 from shell.jsstream import JsByteSource, RelayPipe
@@ -51,9 +49,8 @@ from shell.late_body import LateBody, within
 from shell.owner_index_object import ConversationIndex  # noqa: F401
 from shell.response_object import StoredResponse  # noqa: F401
 from streaming.relay import OneShot, Relay, Relayed, relay_whole
-from surface import early_head, policy, rate_limit, routing
+from surface import early_head, policy, routing
 from surface.census import live_streams
-from surface.daily_budget import BINDING as BUDGET_BINDING
 from surface.request_log import (
     CURRENT,
     HASH_KEY_VAR,
@@ -105,11 +102,11 @@ class _Shell:
     the Worker itself."""
 
     def __init__(self, env: Any) -> None:
-        self._env = env
+        self._env = env  # the JS env
 
     def binding_names(self) -> list[str]:
         """Names of the env entries that are not vars (vars are strings): the bindings."""
-        raw = js_env(self._env)
+        raw = self._env
         names = [str(name) for name in js.Object.keys(raw)]
         return [name for name in names if not isinstance(getattr(raw, name, None), str)]
 
@@ -143,102 +140,100 @@ def _body_timeout(lookup: Lookup) -> float:
         return BODY_TIMEOUT_DEFAULT
 
 
-class Default(WorkerEntrypoint):  # type: ignore[misc]  # the SDK has no stubs
-    async def fetch(self, request: Any) -> Response:
-        raw = request.js_object
-        url = str(raw.url)
-        path = urlsplit(url).path
-        lookup = env_lookup(self.env)
-        headers = _Headers(raw.headers)
-        logged, conversation = route_of(path, lookup(HASH_KEY_VAR))
-        record = RequestLog(
-            request_id=request_id(headers),
-            method=str(raw.method),
-            route=logged,
-            started=time.monotonic(),
-            conversation=conversation,
-        )
-        CURRENT.set(record)
-        body = RequestBody(raw, timeout=_body_timeout(lookup), started=record.started)
-        web = WebRequest(
-            method=record.method, url=url, path=path, headers=headers, body=body.chunks()
-        )
-        model = WorkersAi(self.env, raw.signal, record)
-        route = TABLE.find(path)
-        if route is None or not route.metered or record.method != "POST":
-            response = await self._answer(web, lookup, model, raw, record, body)
-            return _to_response(response, raw.signal, self.ctx, record, shell_stream_window(lookup))
-        task = asyncio.ensure_future(self._answer(web, lookup, model, raw, record, body))
-        # The request's context lives until the answer is made: a client that resets before the
-        # head may have workerd drop it, and no callback of ours would run again (measured).
-        kept = js.Promise.withResolvers()
-        self.ctx.waitUntil(kept.promise)
-        task.add_done_callback(lambda _: kept.resolve())
-        after = early_head.head_after(lookup)
-        if after > 0:
-            # A whole answer still being made: its head goes out now (surface/early_head.py).
-            while not await within(task, after):
-                if not model.answers_whole:
-                    continue
-                head = early_head.head_headers(web, lookup, record.request_id)
-                if head is None:
-                    break
-                late = LateBody(task, self.ctx, early_head.heartbeat_every(lookup), _finish(record))
-                return Response(late.stream, status=200, headers=js_headers(head))
-        response = await task
-        return _to_response(response, raw.signal, self.ctx, record, shell_stream_window(lookup))
+async def on_fetch(request: Any, env: Any, ctx: Any) -> Any:
+    """Every request: the JS Request, the JS env and ctx in, a JS Response out."""
+    raw = request
+    bindings = Bindings.of(env)
+    url = str(raw.url)
+    path = urlsplit(url).path
+    lookup = bindings.lookup
+    headers = _Headers(raw.headers)
+    logged, conversation = route_of(path, lookup(HASH_KEY_VAR))
+    record = RequestLog(
+        request_id=request_id(headers),
+        method=str(raw.method),
+        route=logged,
+        started=time.monotonic(),
+        conversation=conversation,
+    )
+    CURRENT.set(record)
+    body = RequestBody(raw, timeout=_body_timeout(lookup), started=record.started)
+    web = WebRequest(method=record.method, url=url, path=path, headers=headers, body=body.chunks())
+    signal = raw.signal
+    model = WorkersAi(bindings.env, signal, record)
+    window = shell_stream_window(lookup)
+    route = TABLE.find(path)
+    if route is None or not route.metered or record.method != "POST":
+        response = await _answer(web, bindings, model, signal, ctx, record, body)
+        return _to_response(response, signal, ctx, record, window)
+    task = asyncio.ensure_future(_answer(web, bindings, model, signal, ctx, record, body))
+    # The request's context lives until the answer is made: a client that resets before the
+    # head may have workerd drop it, and no callback of ours would run again (measured).
+    kept = js.Promise.withResolvers()
+    ctx.waitUntil(kept.promise)
+    task.add_done_callback(lambda _: kept.resolve())
+    after = early_head.head_after(lookup)
+    if after > 0:
+        # A whole answer still being made: its head goes out now (surface/early_head.py).
+        while not await within(task, after):
+            if not model.answers_whole:
+                continue
+            head = early_head.head_headers(web, lookup, record.request_id)
+            if head is None:
+                break
+            late = LateBody(task, ctx, early_head.heartbeat_every(lookup), _finish(record))
+            return _js_response(late.stream, 200, js_headers(head))
+    response = await task
+    return _to_response(response, signal, ctx, record, window)
 
-    async def _answer(
-        self,
-        web: WebRequest,
-        lookup: Lookup,
-        model: WorkersAi,
-        raw: Any,
-        record: RequestLog,
-        body: RequestBody,
-    ) -> WebResponse:
-        try:
-            route = TABLE.find(web.path)
-            if route is not None and route.early is None:
-                await refresh_catalog(self.env, lookup)
-            namespace = getattr(self.env, "CONVERSATIONS", None)
-            # The JS namespace, not the SDK's wrapper, whose stubs' fetch() is a coroutine: a
-            # stored response's write is a promise that stays in JS (bindings.DurableResponses).
-            stored = getattr(js_env(self.env), "RESPONSES", None)
-            conversations = (
-                None if namespace is None else DurableConversations(namespace, raw.signal)
-            )
-            index_namespace = getattr(self.env, "OWNERS", None)
-            indexes = None if index_namespace is None else DurableOwnerIndexes(index_namespace)
-            budget_namespace = getattr(js_env(self.env), BUDGET_BINDING, None)
-            budgets = (
-                None if budget_namespace is None else DurableBudgets(budget_namespace, self.ctx)
-            )
-            response = await policy.handle(
-                web,
-                lookup,
-                model,
-                TABLE,
-                limiter=limiter(self.env),
-                key_limiter=limiter(self.env, rate_limit.KEY_BINDING),
-                read_limiter=limiter(self.env, rate_limit.READ_BINDING),
-                conversations=conversations,
-                shell=_Shell(self.env),
-                responses=None if stored is None else DurableResponses(stored, self.ctx),
-                owner_indexes=indexes,
-                verifier=WebCryptoVerifier(),
-                budgets=budgets,
-            )
-        except Exception:
-            trace = redacted(traceback.format_exc())
-            _emit(detail_line(record.request_id, "error", "entry", trace))
-            response = routing.app_error(
-                ApiError(500, "internal_error", "The request could not be completed.")
-            )
-        # An answer given before the body was read: the rest is read first, or the runtime may
-        # reset the connection before a client that sends all before it reads sees the answer.
-        await body.drain()
-        return response.with_headers((("x-request-id", record.request_id),))
+
+async def _answer(
+    web: WebRequest,
+    bindings: Bindings,
+    model: WorkersAi,
+    signal: Any,
+    ctx: Any,
+    record: RequestLog,
+    body: RequestBody,
+) -> WebResponse:
+    try:
+        route = TABLE.find(web.path)
+        if route is not None and route.early is None:
+            await refresh_catalog(bindings.env, bindings.lookup)
+        response = await policy.handle(
+            web,
+            bindings.lookup,
+            model,
+            TABLE,
+            limiter=bindings.limiter,
+            key_limiter=bindings.key_limiter,
+            read_limiter=bindings.read_limiter,
+            conversations=(
+                None
+                if bindings.conversations is None
+                else DurableConversations(bindings.conversations, signal)
+            ),
+            shell=_Shell(bindings.env),
+            # The JS namespace: a stored response's write is a promise that stays in JS.
+            responses=(
+                None if bindings.responses is None else DurableResponses(bindings.responses, ctx)
+            ),
+            owner_indexes=(
+                None if bindings.owners is None else DurableOwnerIndexes(bindings.owners)
+            ),
+            verifier=WebCryptoVerifier(),
+            budgets=None if bindings.budgets is None else DurableBudgets(bindings.budgets, ctx),
+        )
+    except Exception:
+        trace = redacted(traceback.format_exc())
+        _emit(detail_line(record.request_id, "error", "entry", trace))
+        response = routing.app_error(
+            ApiError(500, "internal_error", "The request could not be completed.")
+        )
+    # An answer given before the body was read: the rest is read first, or the runtime may
+    # reset the connection before a client that sends all before it reads sees the answer.
+    await body.drain()
+    return response.with_headers((("x-request-id", record.request_id),))
 
 
 def _finish(record: RequestLog) -> Callable[[asyncio.Future[WebResponse]], bytes]:
@@ -274,7 +269,7 @@ def _to_response(
     ctx: Any,
     record: RequestLog | None = None,
     window: float = 0.0,
-) -> Response:
+) -> Any:
     headers = js_headers(response.headers)
     body: Any
     if isinstance(response.body, bytes):
@@ -309,4 +304,11 @@ def _to_response(
             body = RelayPipe(source.stream, relay, signal, ctx, on_end, window=window).stream
     if isinstance(body, bytes):
         body = to_js(body) if body else None
-    return Response(body, status=response.status, headers=headers)
+    return _js_response(body, response.status, headers)
+
+
+def _js_response(body: Any, status: int, headers: Any) -> Any:
+    init = js.Object.new()
+    init.status = status
+    init.headers = headers
+    return js.Response.new(body, init)

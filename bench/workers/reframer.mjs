@@ -31,7 +31,8 @@ export function reframer(maxTokens, hooks = {}) {
     const choice = value.choices?.[0];
     if (choice) {
       const delta = choice.delta ?? {};
-      const thought = delta.reasoning_content;
+      // Reasoning arrives under either name (late 2026: `reasoning` on most models).
+      const thought = delta.reasoning_content ?? delta.reasoning;
       if (typeof thought === "string" && thought) send(controller, `event: thinking_delta\ndata: {"index":${thinking++},"text":${ascii(thought)}}\n\n`);
       text = delta.content;
       if (choice.finish_reason) finish = choice.finish_reason === "length" ? "length" : "stop";

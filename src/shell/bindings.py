@@ -2,14 +2,18 @@
 namespaces (conversations, their owners' indexes, stored responses), the rate limiters, and the
 vars. Python values become JS objects before they reach a binding; what a binding answers
 becomes Python before the core sees it.
+
+`Bindings.of(env)` is the one place that reads the runtime's env: the raw JS env of the module
+entry, or the SDK's wrapper (`_EnvWrapper`, what a Durable Object is given) whose JS env it
+unwraps. Everything here is then given raw JS bindings: the SDK's wrappers convert every value
+that crosses them and cost per call (bench/notes/2026-11-29-entry.md).
 """
 
 from __future__ import annotations
 
-import asyncio
-import json
 import logging
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import js
@@ -22,10 +26,8 @@ from base.settings import Lookup
 from shell.js_glue import js_bind, js_object
 from shell.jsstream import JsByteSource, RelayPipe
 from streaming.relay import OneShot, Relay, Source, Upstream
-from surface import rate_limit
-from surface.owners import OWNED_HEADER
-from surface.request_log import CURRENT, RequestLog
-from surface.web import Forwarded, Headers, WebResponse
+from surface import daily_budget, rate_limit
+from surface.request_log import RequestLog
 from workers_ai import gateway, service, upstream_errors
 
 # The header that tells a conversation's Durable Object its own id.
@@ -48,6 +50,39 @@ DELETED_TOO_HEADER = "x-deleted-too"
 CATALOG_WAIT_MS = 2000
 
 log = logging.getLogger("bindings")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Bindings:
+    """What a request's handler reads of the env, read once: the JS env, its vars as a Lookup,
+    and each binding (None when the environment has no such binding)."""
+
+    env: Any
+    lookup: Lookup
+    ai: Any
+    limiter: RateLimiter | None
+    key_limiter: RateLimiter | None
+    read_limiter: RateLimiter | None
+    conversations: Any
+    responses: Any
+    owners: Any
+    budgets: Any  # OWNER_DAILY_TOKENS' Durable Objects (surface/daily_budget.py)
+
+    @classmethod
+    def of(cls, env: Any) -> Bindings:
+        raw = js_env(env)
+        return cls(
+            env=raw,
+            lookup=env_lookup(raw),
+            ai=getattr(raw, "AI", None),
+            limiter=limiter(raw),
+            key_limiter=limiter(raw, rate_limit.KEY_BINDING),
+            read_limiter=limiter(raw, rate_limit.READ_BINDING),
+            conversations=getattr(raw, "CONVERSATIONS", None),
+            responses=getattr(raw, "RESPONSES", None),
+            owners=getattr(raw, "OWNERS", None),
+            budgets=getattr(raw, daily_budget.BINDING, None),
+        )
 
 
 class WorkersAi:
@@ -179,169 +214,6 @@ class _RunStop:
         for source in self._sources:
             source.removeEventListener("abort", self._abort)
         self._sources = []
-
-
-class DurableConversations:
-    """conversation_api's Conversations: each call is a request to the conversation's own
-    Durable Object (its name is the id), carrying the client's signal so the object learns
-    when a reader leaves; its response is sent on as it is."""
-
-    def __init__(self, namespace: Any, signal: Any) -> None:
-        self._namespace = namespace
-        self._signal = signal
-
-    async def call(
-        self,
-        id: str,
-        op: str,
-        payload: dict[str, Any] | None = None,
-        *,
-        after: str | None = None,
-        owner: str | None = None,
-    ) -> WebResponse:
-        stub = self._namespace.get(self._namespace.idFromName(id))
-        init: dict[str, Any] = {
-            "method": "POST" if payload is not None else "GET",
-            "signal": self._signal,
-        }
-        # The id goes in a header, not the URL: a URL can end up in an error's text, and the id
-        # must never reach a log line (request_log).
-        headers = js.Headers.new()
-        headers.append(ID_HEADER, id)
-        if payload is not None:
-            init["body"] = json.dumps(payload, ensure_ascii=False)
-            headers.append("content-type", "application/json")
-        if after is not None:
-            headers.append("x-after", after)
-        if owner is not None:
-            headers.append(OWNER_HEADER, owner)
-        record = CURRENT.get()
-        if record is not None:
-            headers.append(REQUEST_ID_HEADER, record.request_id)
-            if record.budget_owner is not None:
-                headers.append(BUDGET_OWNER_HEADER, record.budget_owner)
-            if record.owner_hash is not None:
-                headers.append(OWNER_HASH_HEADER, record.owner_hash)
-        init["headers"] = headers
-        response = await stub.fetch(js.Request.new(f"https://conversation/{op}", js_object(init)))
-        content_type = response.headers.get("content-type")
-        kept: Headers = (("content-type", content_type),) if isinstance(content_type, str) else ()
-        if response.headers.get(OWNED_HEADER) == "1":
-            kept += ((OWNED_HEADER, "1"),)
-        code = response.headers.get(ERROR_CODE_HEADER)
-        model = response.headers.get(MODEL_HEADER)
-        if record is not None and isinstance(model, str):
-            record.model = model
-        return WebResponse(
-            status=int(response.status),
-            headers=kept,
-            body=Forwarded(response=response, logged=response.headers.get(LOGGED_HEADER) == "1"),
-            code=code if isinstance(code, str) else None,
-        )
-
-
-class DurableResponses:
-    """routing's StoredResponses: each stored response is its own Durable Object
-    (response_object.py), named by its id. The id is only the object's name: never in a URL or
-    a header, so it cannot reach a log line or an error's text."""
-
-    def __init__(self, namespace: Any, ctx: Any) -> None:
-        self._namespace = namespace
-        self._ctx = ctx
-        self._writes: set[asyncio.Future[None]] = set()
-
-    def _fetch(
-        self,
-        id: str,
-        op: str,
-        owner: str,
-        body: str | None = None,
-        expires_at: float | None = None,
-        deleted_too: bool = False,
-    ) -> Any:
-        """The object's fetch() promise, as a JS promise."""
-        stub = self._namespace.get(self._namespace.idFromName(id))
-        headers = js.Headers.new()
-        headers.append(OWNER_HEADER, owner)
-        init: dict[str, Any] = {"method": "GET" if body is None else "POST", "headers": headers}
-        if body is not None:
-            init["body"] = body
-        if expires_at is not None:
-            headers.append(EXPIRES_HEADER, repr(float(expires_at)))
-        if deleted_too:
-            headers.append(DELETED_TOO_HEADER, "1")
-        return stub.fetch(js.Request.new(f"https://response/{op}", js_object(init)))
-
-    async def load(self, id: str, owner: str) -> dict[str, Any] | None:
-        return await self._read(self._fetch(id, "get", owner))
-
-    async def link(
-        self, id: str, owner: str, keep_until: float | None, *, deleted_too: bool = False
-    ) -> dict[str, Any] | None:
-        return await self._read(self._fetch(id, "link", owner, None, keep_until, deleted_too))
-
-    async def _read(self, fetched: Any) -> dict[str, Any] | None:
-        response = await fetched
-        if int(response.status) == 404:
-            return None
-        if int(response.status) != 200:
-            raise ApiError(500, "storage_failed", "The stored response could not be read.")
-        return json.loads(str(await response.text()))  # type: ignore[no-any-return]
-
-    async def delete(self, id: str, owner: str) -> bool:
-        response = await self._fetch(id, "delete", owner)
-        if int(response.status) not in (204, 404):
-            raise ApiError(500, "storage_failed", "The stored response could not be deleted.")
-        return int(response.status) == 204
-
-    def save(self, id: str, owner: str, record: dict[str, Any], expires_at: float) -> None:
-        """Started at once, in the same turn as the answer's last bytes: the object has the
-        request before the client can send its next turn (a JS timer of even 1 ms lost that
-        race on workerd: bench/notes/2026-11-26-stored-responses.md). waitUntil() keeps the
-        request's context alive until it is written; a failure is logged, with no id."""
-        body = json.dumps(record, ensure_ascii=False, separators=(",", ":"))
-        promise = self._fetch(id, "put", owner, body, expires_at)
-        done = js.Promise.withResolvers()
-        self._ctx.waitUntil(done.promise)
-
-        async def written() -> None:
-            try:
-                response = await promise
-                if int(response.status) != 204:
-                    log.error("a stored response was not written: %s", int(response.status))
-            except Exception as exc:
-                log.error("a stored response was not written: %s", exc)
-            finally:
-                done.resolve()
-
-        task = asyncio.ensure_future(written())
-        self._writes.add(task)  # a task nothing holds may be collected before it ends
-        task.add_done_callback(self._writes.discard)
-
-    async def put(self, id: str, owner: str, record: dict[str, Any], expires_at: float) -> None:
-        body = json.dumps(record, ensure_ascii=False, separators=(",", ":"))
-        response = await self._fetch(id, "put", owner, body, expires_at)
-        if int(response.status) != 204:
-            raise ApiError(500, "storage_failed", "The response could not be stored.")
-
-
-class DurableOwnerIndexes:
-    """routing.OwnerIndexes: one Durable Object per owner (its name is the owner), whose JSON
-    answer comes back as Python; anything but a 200 raises."""
-
-    def __init__(self, namespace: Any) -> None:
-        self._namespace = namespace
-
-    async def call(self, owner: str, op: str, payload: dict[str, Any]) -> dict[str, Any]:
-        stub = self._namespace.get(self._namespace.idFromName(owner))
-        init = {"method": "POST", "body": json.dumps(payload, ensure_ascii=False)}
-        response = await stub.fetch(js.Request.new(f"https://owner/{op}", js_object(init)))
-        text = str(await response.text())
-        if int(response.status) != 200:
-            raise RuntimeError(f"the owner index answered {int(response.status)}")
-        answer = json.loads(text)
-        assert isinstance(answer, dict), answer
-        return answer
 
 
 class RateLimiter:

@@ -27,7 +27,7 @@ class OwnerBudget(DurableObject):  # type: ignore[misc]  # the SDK has no stubs
         super().__init__(ctx, env)
         self._usage = DailyUsage(DurableSql(ctx.storage))
 
-    async def fetch(self, request: Any) -> Response:
+    async def on_fetch(self, request: Any) -> Response:
         raw = request.js_object
         op = urlsplit(str(raw.url)).path.strip("/")
         try:

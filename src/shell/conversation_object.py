@@ -238,7 +238,7 @@ class Conversation(DurableObject):  # type: ignore[misc]  # the SDK has no stubs
 
         return ended
 
-    async def fetch(self, request: Any) -> Response:
+    async def on_fetch(self, request: Any) -> Response:
         raw = request.js_object
         op = urlsplit(str(raw.url)).path.strip("/")
         id = str(raw.headers.get(ID_HEADER) or "")

@@ -115,6 +115,8 @@ class RequestBody:
         whatever ends it (either bound, the client leaving, a broken framing), the answer
         already decided stands."""
         declared = self._declared
+        if self._finished:
+            return  # read to its end (nearly every request): no buffer to make
         if declared is not None and declared - self._received > DRAIN_MAX_BYTES:
             # More than would be read: a client that sends all first is reset either way, and
             # one that reads as it sends learns at once.

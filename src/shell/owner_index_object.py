@@ -29,7 +29,7 @@ class ConversationIndex(DurableObject):  # type: ignore[misc]  # the SDK has no 
         self._index = OwnerIndex(DurableSql(ctx.storage))
         self._quota = ResponseQuota(DurableSql(ctx.storage))
 
-    async def fetch(self, request: Any) -> Response:
+    async def on_fetch(self, request: Any) -> Response:
         raw = request.js_object
         op = urlsplit(str(raw.url)).path.strip("/")
         try:

@@ -38,7 +38,7 @@ class StoredResponse(DurableObject):  # type: ignore[misc]  # the SDK has no stu
         await self.ctx.storage.deleteAll()
         self._record.reset()
 
-    async def fetch(self, request: Any) -> Response:
+    async def on_fetch(self, request: Any) -> Response:
         raw = request.js_object
         op = urlsplit(str(raw.url)).path.strip("/")
         owner = str(raw.headers.get(OWNER_HEADER) or "")
@@ -73,6 +73,6 @@ class StoredResponse(DurableObject):  # type: ignore[misc]  # the SDK has no stu
             log.error("stored response: %s failed: %s", op, redacted(traceback.format_exc()))
             return Response(None, status=500)
 
-    async def alarm(self, *_: Any) -> None:
+    async def on_alarm(self, *_: Any) -> None:
         if self._record.expired(time.time()):
             await self._forget()

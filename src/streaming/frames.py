@@ -27,6 +27,9 @@ import json
 import re
 from dataclasses import dataclass, field
 
+from streaming.plain_frames import PLAIN_CHUNK as _PLAIN_CHUNK
+from streaming.plain_frames import PLAIN_NATIVE as _PLAIN_NATIVE
+from streaming.plain_frames import chunk_delta as _chunk_delta
 from streaming.think_tags import TEXT, THINKING, Part, ThinkTags
 
 __all__ = ["TEXT", "THINKING", "Decoded", "Frames", "Part", "ToolCall", "finish_reason"]
@@ -56,56 +59,6 @@ def _reasoning_tokens(usage: dict[str, object]) -> int | None:
         else usage.get("reasoning_tokens")
     )
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
-
-
-# The native frame as Workers AI sends it, when its text needs no JSON unescaping:
-# the text is then the match itself, and json.loads (the slow part) is skipped.
-_PLAIN_NATIVE = re.compile(
-    r'\{"response":"([^"\\\x00-\x1f]*)"(?:,"tool_calls":\[\])?(?:,"p":"[^"\\\x00-\x1f]*")?\}'
-)
-
-# Whole events of that frame, one after another (UpstreamDecoder's batch path): one data line
-# each ("data:" and at most one space, as SSE strips it), ended by a blank line, no CR.
-PLAIN_NATIVE_EVENT = re.compile(r"data: ?" + _PLAIN_NATIVE.pattern + r"\n\n")
-
-# The same for the OpenAI-shaped chunk the reasoning models stream, in their key order, when
-# it carries only text: no tool_calls, usage or finish_reason, and a delta of up to four
-# role/content/reasoning_content/reasoning pairs, each key and value captured (a value is a
-# string with nothing to unescape, or null: None). A value holds no quote, so no '":"' in it
-# can pass for a pair. More pairs (only repeats do that) and anything else take the JSON path.
-_PLAIN = r'"[^"\\\x00-\x1f]*+"'
-_PAIR = r'"(role|content|reasoning_content|reasoning)":(?:"([^"\\\x00-\x1f]*+)"|null)'
-_CHUNK = (
-    r'\{"id":' + _PLAIN + r',"object":"chat\.completion\.chunk"(?:,"created":(?:0|[1-9][0-9]*+))?'
-    r'(?:,"model":'
-    + _PLAIN
-    + r')?,"choices":\[\{"index":0,"delta":\{'
-    + "(?:"
-    + _PAIR
-    + ("(?:," + _PAIR + ")?") * 3
-    + ")?"
-    + r'\}(?:,"logprobs":null)?,"finish_reason":null(?:,"stop_reason":null)?\}\](?:,"p":'
-    + _PLAIN
-    + r")?\}"
-)
-_PLAIN_CHUNK = re.compile(_CHUNK)
-
-# A delta's content, reasoning_content and reasoning.
-Delta = tuple[object, object, object]
-
-
-def _fast(payload: str) -> Delta | None:
-    """The delta of a frame that carries only text needing no unescaping (nearly every frame
-    Workers AI sends), read by one regular expression; None sends the frame to json.loads."""
-    plain = _PLAIN_NATIVE.fullmatch(payload)
-    if plain is not None:
-        return plain.group(1), None, None
-    chunk = _PLAIN_CHUNK.fullmatch(payload)
-    if chunk is None:
-        return None
-    k1, v1, k2, v2, k3, v3, k4, v4 = chunk.groups()
-    delta = {k1: v1, k2: v2, k3: v3, k4: v4}  # a repeated key: the last wins, as in json.loads
-    return delta.get("content"), delta.get("reasoning_content"), delta.get("reasoning")
 
 
 # The finish reasons we report, from what models send. Anything else is "stop" (the
@@ -176,9 +129,13 @@ class Frames:
 
     def frame(self, payload: str, out: Decoded) -> None:
         """One event's data: its parts and tool-call pieces go to ``out``."""
-        delta = _fast(payload)
-        if delta is not None:
-            self._delta(*delta, out)
+        plain = _PLAIN_NATIVE.fullmatch(payload)
+        if plain is not None:
+            self._delta(plain.group(1), None, None, out)
+            return
+        chunk = _PLAIN_CHUNK.fullmatch(payload)
+        if chunk is not None:
+            self.plain_chunk(chunk, out)
             return
         if payload == "[DONE]":
             self.release(out)
@@ -207,6 +164,50 @@ class Frames:
             if text:
                 parts.append((TEXT, text))
                 self.text_seen = True
+
+    def plain_chunk(self, chunk: re.Match[str], out: Decoded) -> None:
+        """A chunk _PLAIN_CHUNK matched: what the JSON path would make of it."""
+        self._delta(*_chunk_delta(chunk), out)
+        prompt = chunk.group(9)
+        if prompt is not None:
+            self._counts(int(prompt), int(chunk.group(10)), int(chunk.group(11)))
+
+    def plain_chunks(self, chunks: list[re.Match[str]], out: Decoded) -> None:
+        """plain_chunk() of each, in order, in fewer steps: a content-only delta goes straight
+        to the parts once the think-tag scan is done, and of the usages only the one that
+        would be left standing is applied (the last non-zero one, else the first)."""
+        parts = out.parts
+        kept: tuple[str, str, str] | None = None
+        zero: tuple[str, str, str] | None = None
+        for chunk in chunks:
+            k1, v1, k2, prompt, completion, total = chunk.group(1, 2, 3, 9, 10, 11)
+            if k2 is None and k1 == "content" and self._tags is None:
+                if v1:
+                    parts.append((TEXT, v1))
+                    self.text_seen = True
+            else:
+                self._delta(*_chunk_delta(chunk), out)
+            if prompt is not None:
+                if prompt != "0" or completion != "0" or total != "0":
+                    kept = (prompt, completion, total)
+                elif zero is None:
+                    zero = (prompt, completion, total)
+        usage = kept or zero
+        if usage is not None:
+            self._counts(int(usage[0]), int(usage[1]), int(usage[2]))
+
+    def _counts(self, prompt: int, completion: int, total: int) -> None:
+        """_usage() of a usage with just the three counts, without making its dict first."""
+        old = self.usage
+        if old is not None and not (prompt or completion or total):
+            return
+        usage = {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": total}
+        if old is not None:
+            if (cached := old.get("cached_tokens")) is not None:
+                usage["cached_tokens"] = cached
+            if (reasoning := old.get("reasoning_tokens")) is not None:
+                usage["reasoning_tokens"] = reasoning
+        self.usage = usage
 
     def release(self, out: Decoded) -> None:
         """The end of the answer: text held back while a <think> tag might be forming."""

@@ -11,7 +11,6 @@ from __future__ import annotations
 import codecs
 
 from streaming.frames import (
-    PLAIN_NATIVE_EVENT,
     TEXT,
     THINKING,
     Decoded,
@@ -20,6 +19,7 @@ from streaming.frames import (
     ToolCall,
     finish_reason,
 )
+from streaming.plain_frames import PLAIN_CHUNK_EVENT, PLAIN_NATIVE_EVENT
 from streaming.sse_lines import DataFields, LineDecoder
 
 __all__ = ["TEXT", "THINKING", "Decoded", "Part", "ToolCall", "UpstreamDecoder", "finish_reason"]
@@ -49,7 +49,7 @@ class UpstreamDecoder:
         text = self._utf8.decode(chunk)
         if self._bom and text:
             text = self._strip_bom(text)
-        if frames.plain and self._lines.idle and self._fields.idle and "\r" not in text:
+        if self._lines.idle and self._fields.idle and "\r" not in text:
             text = self._plain_events(text, out)
         for payload in self._fields.feed(self._lines.decode(text)):
             frames.frame(payload, out)
@@ -80,21 +80,35 @@ class UpstreamDecoder:
         return out
 
     def _plain_events(self, text: str, out: Decoded) -> str:
-        """The batch path: the whole events at the start of ``text`` that are plain native
-        frames (nearly all of a windowed read), matched one after another by one regular
-        expression, their texts appended as frame() would; returns the rest, for the line
-        path. Per token that is a few Python steps instead of a dozen calls, which is most of
-        the relay's own CPU on workerd (bench/notes/2026-11-28-window-cost.md)."""
-        match = PLAIN_NATIVE_EVENT.match
-        texts: list[str] = []
+        """The batch path: the whole events at the start of ``text`` that are plain frames
+        (nearly all of a windowed read), matched one after another by one regular expression
+        and interpreted as frame() would; returns the rest, for the line path. Native frames
+        need ``frames.plain`` (their texts go straight to the parts); OpenAI-shaped chunks, the
+        late-2026 stream with usage on every delta and heartbeats, go through the same
+        interpretation as frame()'s. Per token that is a few Python steps instead of a dozen
+        calls, which is most of the relay's own CPU on workerd
+        (bench/notes/2026-11-28-window-cost.md, 2026-11-29-fast-path.md)."""
+        frames = self.frames
+        native = PLAIN_NATIVE_EVENT.match
+        chunk = PLAIN_CHUNK_EVENT.match
         pos = 0
-        while (found := match(text, pos)) is not None:
-            texts.append(found.group(1))
-            pos = found.end()
-        if not texts:
-            return text
-        self.frames.plain_texts(texts, out)
-        return text[pos:]
+        while True:
+            start = pos
+            if frames.plain:
+                texts: list[str] = []
+                while (found := native(text, pos)) is not None:
+                    texts.append(found.group(1))
+                    pos = found.end()
+                if texts:
+                    frames.plain_texts(texts, out)
+            chunks = []
+            while (found := chunk(text, pos)) is not None:
+                chunks.append(found)
+                pos = found.end()
+            if chunks:
+                frames.plain_chunks(chunks, out)
+            if pos == start:
+                return text[pos:]
 
     def _strip_bom(self, text: str) -> str:
         """The first text decoded: without a leading U+FEFF, as SSE reads it."""

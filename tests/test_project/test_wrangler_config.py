@@ -271,5 +271,10 @@ def test_every_environment_runs_pyodide_314_and_a_deploy_keeps_dashboard_vars() 
     )
     envs = environments(ROOT / "wrangler.toml")
     rows = per_environment(script, envs)
-    flags = ["python_workers", "python_workers_20260610", "enable_request_signal"]
+    flags = [
+        "python_workers",
+        "python_workers_20260610",
+        "enable_request_signal",
+        "disable_python_no_global_handlers",
+    ]
     assert rows == [[env, True, flags] for env in envs], rows

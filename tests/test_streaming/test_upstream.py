@@ -5,7 +5,7 @@ from typing import Any
 
 import pytest
 
-from streaming import frames
+from streaming import frames, plain_frames, upstream
 from streaming.upstream import TEXT, Decoded, UpstreamDecoder
 
 
@@ -297,7 +297,7 @@ def test_only_a_leading_bom_is_stripped() -> None:
     ],
 )
 def test_fast_path_covers_the_real_native_frame(frame: bytes) -> None:
-    assert frames._fast(frame.decode()[6:-2]) == ("a", None, None)
+    assert plain_frames.fast(frame.decode()[6:-2]) == ("a", None, None)
     assert decode(frame)[0] == [("text", "a")]
 
 
@@ -309,6 +309,10 @@ HEAD = (
     '"model":"@cf/openai/gpt-oss-20b","choices":[{"index":0,"delta":{'
 )
 TAIL = '},"logprobs":null,"finish_reason":null,"stop_reason":null}],"p":"abcdefg"}'
+TAIL_2026 = (
+    '},"logprobs":null,"finish_reason":null,"stop_reason":null,"token_ids":[1004]}],'
+    '"usage":{"prompt_tokens":4,"completion_tokens":4,"total_tokens":8},"p":"abcdefghij"}'
+)
 
 
 def chunk(delta: str, tail: str = TAIL, head: str = HEAD) -> str:
@@ -352,6 +356,67 @@ CHUNKS: list[tuple[str, str, bool]] = [  # (name, payload, takes the fast path)
             '"content":"x"',
             '},"logprobs":null,"finish_reason":null,"stop_reason":null}],"usage":{"prompt_tokens":5,"completion_tokens":1,"total_tokens":6},"p":"a"}',
         ),
+        True,
+    ),
+    # The late-2026 stream (local/model.mjs [[shape:2026]], field-2026-11-28.md): usage on every
+    # delta, noise fields, heartbeats, a Google model's -external name.
+    ("2026 content", chunk('"content":" edge"', TAIL_2026), True),
+    ("2026 reasoning", chunk('"reasoning":"Let","content":null', TAIL_2026), True),
+    (
+        "2026 first chunk",
+        chunk(
+            '"role":"assistant","content":""',
+            '},"logprobs":null,"finish_reason":null,"stop_reason":null,"token_ids":[]}],'
+            '"usage":{"prompt_tokens":4,"completion_tokens":0,"total_tokens":4},"p":"abc",'
+            '"prompt_token_ids":[1,2,3],"kv_transfer_params":null}',
+        ),
+        True,
+    ),
+    (
+        "2026 heartbeat",
+        HEAD.split('"choices"')[0]
+        + '"choices":[],"usage":{"prompt_tokens":4,"completion_tokens":9,"total_tokens":13}}',
+        True,
+    ),
+    ("2026 zero usage", chunk('"content":"a"', TAIL_2026.replace('":4', '":0')), True),
+    (
+        "2026 google model",
+        chunk('"content":"a"', TAIL_2026, HEAD.replace("openai/gpt-oss-20b", "google/g-external")),
+        True,
+    ),
+    (
+        "2026 usage with details",
+        chunk(
+            '"content":"a"',
+            '},"finish_reason":null}],"usage":{"prompt_tokens":4,"completion_tokens":1,'
+            '"total_tokens":5,"prompt_tokens_details":{"cached_tokens":2}}}',
+        ),
+        False,
+    ),
+    (
+        "2026 usage keys in another order",
+        chunk(
+            '"content":"a"',
+            '},"finish_reason":null}],"usage":{"completion_tokens":1,"prompt_tokens":4,"total_tokens":5}}',
+        ),
+        False,
+    ),
+    (
+        "2026 usage of a float",
+        chunk(
+            '"content":"a"',
+            '},"finish_reason":null}],"usage":{"prompt_tokens":4.0,"completion_tokens":1,"total_tokens":5}}',
+        ),
+        False,
+    ),
+    (
+        "2026 token_ids of a string",
+        chunk('"content":"a"', TAIL_2026.replace("[1004]", '["x"]')),
+        False,
+    ),
+    (
+        "2026 finish with usage",
+        chunk("", TAIL_2026.replace('"finish_reason":null', '"finish_reason":"stop"')),
         False,
     ),
     # Optional keys the fixtures leave out, one at a time and all together.
@@ -486,7 +551,7 @@ CHUNKS: list[tuple[str, str, bool]] = [  # (name, payload, takes the fast path)
             '"content":"a"',
             '},"finish_reason":null}],"usage":{"prompt_tokens":1,"completion_tokens":2,"total_tokens":3}}',
         ),
-        False,
+        True,
     ),
     (
         "tool_calls",
@@ -550,7 +615,8 @@ CHUNKS: list[tuple[str, str, bool]] = [  # (name, payload, takes the fast path)
 
 
 def fixture_chunks() -> list[tuple[str, str, bool]]:
-    """Every OpenAI chunk in the fixtures; fast unless it carries usage, a finish or tool calls."""
+    """Every OpenAI chunk in the fixtures; fast unless it carries usage with more than its three
+    counts, a finish or tool calls."""
     found = []
     for path in sorted(
         (Path(__file__).resolve().parents[1] / "fixtures" / "workers_ai").glob("*.sse")
@@ -561,8 +627,12 @@ def fixture_chunks() -> list[tuple[str, str, bool]]:
             choices = frame.get("choices")
             if frame.get("object") != "chat.completion.chunk" or not choices:
                 continue
+            usage = frame.get("usage")
             fast = (
-                "usage" not in frame
+                (
+                    usage is None
+                    or list(usage) == ["prompt_tokens", "completion_tokens", "total_tokens"]
+                )
                 and choices[0]["finish_reason"] is None
                 and "tool_calls" not in choices[0]["delta"]
             )
@@ -589,6 +659,7 @@ def outcome(
     with pytest.MonkeyPatch.context() as patch:
         if slow:
             patch.setattr(frames, "_PLAIN_CHUNK", NEVER)
+            patch.setattr(upstream, "PLAIN_CHUNK_EVENT", NEVER)
         patch.setattr(json, "loads", counted_loads)  # the module frames calls it on
         decoder = UpstreamDecoder(opens_thinking=opens_thinking)
         results = [decoder.feed(read) for read in reads] + [decoder.flush()]
@@ -860,3 +931,80 @@ def test_the_batch_path_takes_a_windowed_read_of_plain_frames() -> None:
     out = decoder.feed(read)
     assert [t for _, t in out.parts] == [f" w{i}" for i in range(14)]
     assert taken == [read.decode()], taken
+
+
+# The late-2026 stream (local/model.mjs [[shape:2026]]) on the batch path, against the JSON
+# path, for any split: reasoning, heartbeats, usage on every delta, an escaped text (JSON path
+# in the middle of a batch), the finish, the native tail, [DONE] and what follows it.
+def _late_chunk(delta: str, n: int, extra: str = "") -> bytes:
+    usage = f'"usage":{{"prompt_tokens":4,"completion_tokens":{n},"total_tokens":{4 + n}}}'
+    return (
+        "data: "
+        + chunk(
+            delta,
+            f'}},"logprobs":null,"finish_reason":null,"stop_reason":null,'
+            f'"token_ids":[{1000 + n}]}}],{usage},"p":"abc"{extra}}}',
+        )
+        + "\n\n"
+    ).encode()
+
+
+def _late_heartbeat(n: int) -> bytes:
+    head = HEAD.split('"choices"')[0]
+    usage = f'{{"prompt_tokens":4,"completion_tokens":{n},"total_tokens":{4 + n}}}'
+    return f'data: {head}"choices":[],"usage":{usage}}}\n\n'.encode()
+
+
+_LATE_WIRE = (
+    _late_chunk(
+        '"role":"assistant","content":""', 0, ',"prompt_token_ids":[1,2],"kv_transfer_params":null'
+    )
+    + b"".join(_late_chunk(f'"reasoning":" r{i}","content":null', i) for i in range(1, 4))
+    + _late_heartbeat(3)
+    + b"".join(_late_chunk(f'"content":" t{i}"', i) for i in range(4, 20))
+    + _late_chunk('"content":" say \\"hi\\""', 20)
+    + _late_heartbeat(20)
+    + _late_chunk('"content":" <think>no</think> tag"', 21)
+    + b'data: {"id":"x","object":"chat.completion.chunk","choices":[{"index":0,"delta":{},'
+    b'"finish_reason":"stop"}],"usage":{"prompt_tokens":4,"completion_tokens":21,"total_tokens":25}}\n\n'
+    + b'data: {"response":"","usage":{"prompt_tokens":4,"completion_tokens":21,"total_tokens":25}}\n\n'
+    + b"data: [DONE]\n\n"
+    + _late_chunk('"content":" never"', 22)
+)
+
+
+@pytest.mark.parametrize("opens_thinking", [False, True], ids=["plain", "opens_thinking"])
+def test_the_late_2026_stream_decodes_on_the_batch_path_as_json_does_for_any_split(
+    opens_thinking: bool,
+) -> None:
+    import random
+
+    wire = _LATE_WIRE
+    expected, _ = outcome([wire], slow=True, opens_thinking=opens_thinking)
+    texts = [text for reads in expected["reads"] for text in reads[0]]  # type: ignore[attr-defined]
+    if not opens_thinking:  # else the text is thinking until its </think>
+        assert ("thinking", " r3") in texts and ("text", " t19") in texts, texts
+    assert expected["usage"] == {"prompt_tokens": 4, "completion_tokens": 21, "total_tokens": 25}
+    splits = [[wire]] + [[wire[:at], wire[at:]] for at in range(1, len(wire))]
+    rng = random.Random(42)
+    for _ in range(200):
+        cuts = sorted(rng.sample(range(1, len(wire)), rng.randint(2, 12)))
+        splits.append([wire[a:b] for a, b in zip([0, *cuts], [*cuts, len(wire)], strict=True)])
+    for reads in splits:
+        slow, _ = outcome(reads, slow=True, opens_thinking=opens_thinking)
+        got, _ = outcome(reads, slow=False, opens_thinking=opens_thinking)
+        # The parts of each read may be grouped differently only where a read ends: compare
+        # the parts in order, and every fact.
+        flat = [p for r in got["reads"] for p in r[0]]  # type: ignore[attr-defined]
+        flat_slow = [p for r in slow["reads"] for p in r[0]]  # type: ignore[attr-defined]
+        assert flat == flat_slow, f"reads {[len(r) for r in reads]}: {flat} != {flat_slow}"
+        assert {k: v for k, v in got.items() if k != "reads"} == {
+            k: v for k, v in slow.items() if k != "reads"
+        }, f"reads {[len(r) for r in reads]}"
+
+
+def test_the_late_2026_stream_read_whole_takes_json_only_for_what_needs_it() -> None:
+    """One windowed read of the whole stream: json.loads runs only for the escaped text, the
+    finish and the native tail."""
+    _, loads = outcome([_LATE_WIRE], slow=False)
+    assert loads == 3, loads

@@ -101,15 +101,16 @@ def test_a_minute_of_skew_is_allowed() -> None:
 
 
 def test_a_new_kid_is_fetched_once_and_unknown_kids_are_bounded() -> None:
+    start = int(time.time())  # the tokens' own clock: claims() dates them now
     cache = access.KeyCache()
     verifier = Verifier([KEY])
-    check(token(KEY, claims(TEAM)), verifier, cache, 1.0 + NOW)
-    check(token(KEY, claims(TEAM)), verifier, cache, 2.0 + NOW)
+    check(token(KEY, claims(TEAM)), verifier, cache, 1.0 + start)
+    check(token(KEY, claims(TEAM)), verifier, cache, 2.0 + start)
     assert verifier.fetched == [TEAM + "/cdn-cgi/access/certs"]
     # Rotation: a token signed with a new key; the keys are fetched again, once.
     new = Key("k2")
     verifier.keys = [KEY, new]
-    now = NOW + 1.0 + access.REFETCH_SECONDS
+    now = start + 1.0 + access.REFETCH_SECONDS
     check(token(new, claims(TEAM)), verifier, cache, now)
     check(token(new, claims(TEAM)), verifier, cache, now + 1)
     assert len(verifier.fetched) == 2
