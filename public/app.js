@@ -9,8 +9,8 @@ import {
   streamConversation, useOwnerToken,
 } from "./conversation-client.js";
 import {
-  DURABLE_KEY, OWNER_KEY, chatFromServer, historyAfter, listedEntries, loadDurable, loadOwnerToken, needsFork, ownerToken,
-  saveDurable,
+  DURABLE_KEY, OWNER_KEY, applyDetails, chatFromServer, historyAfter, historyDetails, listedEntries, loadDurable,
+  loadOwnerToken, needsFork, ownerToken, saveDurable,
 } from "./durable-chats.js";
 import {
   CONTINUE_PROMPT, DEFAULT_LIMITS, IMAGE_DATA_URL, IMAGE_TYPES, capabilitiesFrom, chatTitle, chatToJSON, chatToMarkdown,
@@ -322,16 +322,25 @@ function messageView(chat, m) {
 
 function thinkingView(m) {
   const text = el("div", { class: "thinking-text" }, m.thinking ?? "");
-  const summary = el("summary", {}, m.thinkingMs === undefined ? "Thinking…" : thoughtFor(m.thinkingMs));
+  // A finished answer whose time was not kept (stored before it was) has thought, not "is thinking".
+  const said = m.thinkingMs !== undefined ? thoughtFor(m.thinkingMs) : m.outcome ? "Thought" : "Thinking…";
+  const summary = el("summary", {}, said);
   return el("details", { class: "thinking" }, summary, text);
+}
+
+/** The name of the model that wrote an answer, above it (the full id in its tooltip). */
+function byView(model) {
+  return el("p", { class: "by", "data-model": model ?? "", title: model ?? "" }, model ? modelName(model) : "");
 }
 
 function assistantView(chat, m) {
   const div = el("article", { class: "msg assistant", "data-id": m.id, "aria-label": "Answer" });
   if (m.outcome) div.dataset.outcome = m.outcome;
+  div.append(byView(m.model));
   if (m.thinking) div.append(thinkingView(m));
   const text = el("div", { class: "text markdown" });
-  if (m.content) text.append(renderMarkdown(m.content));
+  // Drawn by the renderer that drew it streaming, at its end: the same parts, the same DOM.
+  new StreamingMarkdown(text, m.content ?? "").flush(true);
   div.append(text);
   finishView(chat, div, m);
   return div;
@@ -413,6 +422,7 @@ function drawModels() {
     option.title = said.length ? `${option.value} (${said.join(", ")})` : option.value;
   }
   modelSelect.title = currentModel();
+  for (const by of log.querySelectorAll(".by[data-model]")) if (by.dataset.model) by.textContent = modelName(by.dataset.model);
 }
 phone.addEventListener("change", drawModels);
 
@@ -523,7 +533,7 @@ function continueAnswer(chat, answer) {
 function streamingView(answer) {
   const div = el("article", { class: "msg assistant streaming", "data-id": answer.id, "aria-label": "Answer" });
   const textBox = el("div", { class: "text markdown" });
-  div.append(textBox);
+  div.append(byView(answer.model), textBox);
   return { div, textBox };
 }
 
@@ -547,6 +557,7 @@ async function ask(chat, { versions = {}, continuing = null } = {}) {
     answer = { id: newId(), role: "assistant", content: "", outcome: null, ...versions };
     chat.messages.push(answer);
   }
+  answer.model = currentModel();   // ask() runs once the models are known (waitForModels)
   delete answer.trimmed;
   if (fit.dropped || fit.shortened || fit.imagesDropped) answer.trimmed = { dropped: fit.dropped, shortened: fit.shortened, imagesDropped: fit.imagesDropped };
   const unsentImages = vision ? 0 : chat.messages.reduce((n, m) => n + (m.role === "user" && !m.rejected ? m.images?.length ?? 0 : 0), 0);
@@ -568,6 +579,7 @@ async function ask(chat, { versions = {}, continuing = null } = {}) {
   const result = await followAnswer(chat, answer, div, textBox, continuing, (signal, callbacks) => (durable
     ? durableTurn(chat, fit.messages, body, signal, callbacks)
     : streamChat({ messages: fit.messages, ...body }, { signal, ...callbacks })));
+  if (durable) await keptDetails(chat, answer, result);
   if (result.error?.code === "ai_unavailable") setOff(true);
   if (result.error) {
     const said = describeError(answer.error, limits);
@@ -621,7 +633,7 @@ async function followAnswer(chat, answer, div, textBox, continuing, run) {
   // scrolled up stays where they are.
   const follow = (draw) => { const stick = nearBottom(); draw(); keepInView(stick); updateJump(); };
   const md = new StreamingMarkdown(textBox, before, { frame: follow });
-  if (continuing && answer.thinking) div.prepend(thinkingView(answer));
+  if (continuing && answer.thinking) div.querySelector(".by").after(thinkingView(answer));
   let thinking = null, thinkingStarted = 0, thinkingEnded = 0, firstAt = 0, thought = "";
   const started = performance.now();
   const result = await run(controller.signal, {
@@ -631,7 +643,7 @@ async function followAnswer(chat, answer, div, textBox, continuing, run) {
         thinkingStarted = performance.now();
         const view = thinkingView({});
         view.open = true;            // the reasoning is visible while it streams
-        div.prepend(view);
+        div.querySelector(".by").after(view);
         thinking = view.querySelector(".thinking-text").appendChild(document.createTextNode(""));
       }
       // Drawn once per frame, as the answer is: a layout per token would hold the page up.
@@ -656,6 +668,7 @@ async function followAnswer(chat, answer, div, textBox, continuing, run) {
   Object.assign(answer, {
     content: before + result.text, outcome, stopReason: result.stopReason, whileThinking: result.whileThinking,
   });
+  if (result.model) answer.model = result.model;   // a fallback answered
   const usage = result.usage && continuing?.usage ? { ...result.usage, completion_tokens: (result.usage.completion_tokens ?? 0) + (continuing.usage.completion_tokens ?? 0) } : result.usage;
   Object.assign(answer, { usage: usage ?? null, ms: Math.round(ended - started) + (continuing?.ms ?? 0), writingMs: Math.round(firstAt ? ended - firstAt : 0) + (continuing?.writingMs ?? 0) });
   if (result.thinking) Object.assign(answer, { thinking: (continuing?.thinking ?? "") + result.thinking, thinkingMs: Math.round(thinkingEnded - thinkingStarted) });
@@ -676,7 +689,7 @@ async function durableTurn(chat, messages, body, signal, callbacks, again = true
   if (needsFork(chat, history)) {
     try {
       const old = chat.conversation;
-      chat.conversation = await createConversation({ messages: history, model: body.model });
+      chat.conversation = await createConversation({ messages: history, details: historyDetails(chat, history), model: body.model });
       chat.serverMessages = history;
       save();   // the list has the id before the answer starts: a reload finds it
       if (old) deleteConversation(old).catch(() => {});
@@ -697,6 +710,28 @@ async function durableTurn(chat, messages, body, signal, callbacks, again = true
   return result;
 }
 
+/**
+ * What the conversation kept under the answer that just ended (its model, ending, usage and
+ * times: durable-chats.js applyDetails) replaces what this page measured, so that it is drawn
+ * now as it will be after a reload or in another tab. The answer is filed as its turn ends,
+ * a moment after its last event: asked again until the conversation says it is not streaming.
+ */
+async function keptDetails(chat, answer, result) {
+  const filed = result.outcome === "complete" || result.outcome === "aborted" || (result.outcome === "failed" && result.error?.status === 200);
+  if (!filed || !chat.conversation || chat.stale) return;
+  for (let attempt = 0; attempt < 8; attempt++) {
+    let got;
+    try { got = await getConversation(chat.conversation); } catch { return; }
+    if (!got) return;
+    const last = got.messages?.at(-1);
+    if (!got.streaming) {
+      if (last?.role === "assistant" && last.details && last.content === answer.content) applyDetails(answer, last.details);
+      return;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100 * (attempt + 1)));
+  }
+}
+
 /** The answer the chat's conversation is writing (or last wrote), read from its start, in place. */
 async function resumeAnswer(chat) {
   const answer = { id: newId(), role: "assistant", content: "", outcome: null };
@@ -707,6 +742,7 @@ async function resumeAnswer(chat) {
   log.scrollTop = log.scrollHeight;
   const result = await followAnswer(chat, answer, div, textBox, null,
     (signal, callbacks) => resumeConversation(chat.conversation, null, { signal, ...callbacks }));
+  await keptDetails(chat, answer, result);
   const history = chat.serverMessages;
   const question = history?.at(-1);
   chat.serverMessages = question?.role === "user" && result.outcome !== "aborted" ? historyAfter(history.slice(0, -1), question.content, result) : null;
@@ -776,7 +812,7 @@ async function loadConversation(chat) {
   drawChat();
   if (inFlight) return;
   if (got.streaming || chat.messages.at(-1)?.role === "user") resumeAnswer(chat);
-  else if (chat.messages.at(-1)?.role === "assistant") readEnding(chat);
+  else if (chat.messages.at(-1)?.role === "assistant" && !chat.messages.at(-1).model) readEnding(chat);   // kept before details were
 }
 
 /**

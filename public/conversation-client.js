@@ -26,13 +26,14 @@ async function failure(response) {
 
 /**
  * POST /api/v1/conversations: the new conversation's id. Throws a ChatError on failure.
- * `messages` (and the `model` they are checked for): the history it starts from.
+ * `messages` (and the `model` they are checked for): the history it starts from; `details`:
+ * beside them, what each answer's page shows under it (durable-chats.js historyDetails).
  */
-export async function createConversation({ base = BASE, fetch = globalThis.fetch, headers = sent, messages, model } = {}) {
+export async function createConversation({ base = BASE, fetch = globalThis.fetch, headers = sent, messages, details, model } = {}) {
   const init = { method: "POST", headers };
   if (messages?.length) {
     init.headers = { ...headers, "content-type": "application/json" };
-    init.body = JSON.stringify(model ? { messages, model } : { messages });
+    init.body = JSON.stringify({ messages, ...(details ? { details } : {}), ...(model ? { model } : {}) });
   }
   const response = await fetch(base, init);
   if (response.status !== 201) throw await failure(response);

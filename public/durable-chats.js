@@ -87,13 +87,71 @@ function userMessage(content) {
 }
 
 /**
+ * An answer of the page with what the server kept under it (docs/API.md, "An answer's
+ * details"): the model, how it ended, its usage and times. Drawn from these, a finished answer
+ * looks the same after a reload, in a second tab and on another device as when it streamed.
+ */
+export function applyDetails(answer, details) {
+  if (!details || typeof details !== "object") return answer;
+  const int = (v) => (Number.isInteger(v) && v >= 0 ? v : undefined);
+  if (typeof details.model === "string" && details.model) answer.model = details.model;
+  if (typeof details.stop_reason === "string") answer.stopReason = details.stop_reason;
+  if (details.stop_reason === "cancelled") answer.outcome = "aborted";
+  if (details.while_thinking === true) answer.whileThinking = true; else delete answer.whileThinking;
+  answer.usage = details.usage && typeof details.usage === "object" ? details.usage : null;
+  if (int(details.ms) !== undefined) answer.ms = details.ms;
+  if (int(details.writing_ms) !== undefined) answer.writingMs = details.writing_ms;
+  if (answer.thinking && int(details.reasoning_ms) !== undefined) answer.thinkingMs = details.reasoning_ms;
+  if (details.error && typeof details.error.code === "string") {
+    answer.outcome = "failed";
+    answer.error = { code: details.error.code, message: String(details.error.message ?? ""), status: 200, retryAfter: null };
+  }
+  return answer;
+}
+
+/** The details the server keeps for an answer of the page (the inverse of applyDetails). */
+export function detailsOf(answer) {
+  const out = {};
+  if (answer.model) out.model = answer.model;
+  if (typeof answer.stopReason === "string") out.stop_reason = answer.stopReason;
+  if (answer.whileThinking === true) out.while_thinking = true;
+  if (answer.usage && typeof answer.usage === "object") out.usage = answer.usage;
+  for (const [from, to] of [["ms", "ms"], ["writingMs", "writing_ms"], ["thinkingMs", "reasoning_ms"]]) {
+    if (Number.isInteger(answer[from]) && answer[from] >= 0) out[to] = answer[from];
+  }
+  if (answer.error?.code) out.error = { code: answer.error.code, message: String(answer.error.message ?? "") };
+  return Object.keys(out).length ? out : null;
+}
+
+/**
+ * The `details` of a fork's history (an array beside its messages): each assistant message of
+ * `history` gets the details of the page's answer it was made from. The history may have lost
+ * its oldest messages (trimmed), so answers are matched from the end.
+ */
+export function historyDetails(chat, history) {
+  const answers = chat.messages.filter((m) => m.role === "assistant" && (m.outcome === "complete" || (m.outcome === "aborted" && m.content !== "")));
+  const out = history.map(() => null);
+  let a = answers.length - 1;
+  for (let i = history.length - 1; i >= 0 && a >= 0; i--) {
+    if (history[i].role === "assistant") out[i] = detailsOf(answers[a--]);
+  }
+  return out.some((d) => d !== null) ? out : null;
+}
+
+/**
  * A chat of the page from GET /api/v1/conversations/{id} and its entry in the saved list.
  * A first system message equal to the chat's system prompt is that setting, not a message.
  * `serverMessages`: the history exactly as the server holds it, to tell when a fork is needed.
  */
 export function chatFromServer(entry, server) {
-  const serverMessages = Array.isArray(server?.messages) ? server.messages : [];
-  let shown = serverMessages;
+  const stored = Array.isArray(server?.messages) ? server.messages : [];
+  // What the page would send back has no details: they are shown, not sent (needsFork).
+  const serverMessages = stored.map((m) => {
+    if (!m || typeof m !== "object" || !("details" in m)) return m;
+    const { details, ...rest } = m;
+    return rest;
+  });
+  let shown = stored;
   const system = entry.settings?.system?.trim() ? entry.settings.system : null;
   if (shown[0]?.role === "system" && shown[0].content === system) shown = shown.slice(1);
   const messages = shown.filter((m) => ["system", "user", "assistant"].includes(m?.role)).map((m) => {
@@ -102,7 +160,7 @@ export function chatFromServer(entry, server) {
     if (m.role === "system") return { id: newId(), role: "system", content: text };
     const answer = { id: newId(), role: "assistant", content: text, outcome: "complete" };
     if (typeof m.reasoning === "string" && m.reasoning) answer.thinking = m.reasoning;
-    return answer;
+    return applyDetails(answer, m.details);
   });
   const now = Date.now();
   return {

@@ -35,6 +35,7 @@ from checks.chat_request import (
 )
 from checks.messages import CHAT, parse_conversation
 from common import owners
+from common.answer_details import DETAILS_FIELD, with_details
 from common.conversation_store import parse_event_id
 from surface.guard import PAGE_OR_KEY
 from surface.routing import Api, Context, Conversations, Route, app_error, parse_body
@@ -44,7 +45,7 @@ PREFIX = "/api/v1/conversations"
 _ID = "[0-9a-f]{32}"
 _PATH = re.compile(PREFIX + r"/(" + _ID + r")(?:/(messages|stream|stop))?")
 MESSAGE_FIELDS = ("content", *(f for f in CHAT_FIELDS if f != "messages"))
-HISTORY_FIELDS = ("messages", "model")
+HISTORY_FIELDS = ("messages", "model", DETAILS_FIELD)
 _NO_INDEX = "Listing conversations is not configured on this deployment (no OWNERS binding)."
 
 log = logging.getLogger("conversations")
@@ -125,7 +126,8 @@ def parse_history(body: dict[str, Any], ctx: Context) -> dict[str, Any] | None:
     conversation = parse_conversation(
         body.get("messages"), ctx.settings, dialect=CHAT, model=model, facts=catalog.info(model)
     )
-    return {"messages": well_formed_json(list(conversation.messages))}
+    messages = with_details(list(conversation.messages), body.get(DETAILS_FIELD))
+    return {"messages": well_formed_json(messages)}
 
 
 async def create(ctx: Context) -> WebResponse:

@@ -117,7 +117,10 @@ class Room:
             self.store.create(time.time(), owner)
             for message in history:
                 self.store.add_message(
-                    message["role"], message["content"], message.get("reasoning")
+                    message["role"],
+                    message["content"],
+                    message.get("reasoning"),
+                    message.get("details"),
                 )
 
         self.store.atomic(write)
@@ -255,6 +258,7 @@ class Room:
             room=room,
             on_done=self._done,
         )
+        turn.encoder.model = model
         self.turn = turn  # from here a second message is 409, a stop or delete reaches it
         reader = self.wiring.reader()
         detach = turn.attach(reader)
@@ -318,7 +322,9 @@ class Room:
         text = "".join(encoder.text)
         try:
             if text or encoder.reasoning or isinstance(encoder.ending, Finished):
-                self.store.add_message("assistant", text, "".join(encoder.reasoning) or None)
+                self.store.add_message(
+                    "assistant", text, "".join(encoder.reasoning) or None, encoder.details()
+                )
             self.store.end_turn()
         except Exception as exc:  # the turn stays marked streaming: recover() finishes it
             log.error("turn %d: its end could not be stored: %r", turn.number, exc)
