@@ -30,6 +30,8 @@ const storageNote = $("storage-note"), jump = $("jump"), search = $("search"), t
 const settings = $("settings"), shortcuts = $("shortcuts"), offBanner = $("off-banner"), scrim = $("scrim");
 
 const EMPTY_TEXT = "Ask anything. Answers stream in as they are written.";
+// The owner's settings (GET /api/v1/models `page`: CHAT_TITLE, SYSTEM_PROMPT, CHAT_SUGGESTIONS).
+let owned = { title: document.title, systemPrompt: "", suggestions: [] };
 const state = loadState(localStorage);
 let limits = { ...DEFAULT_LIMITS };
 let reasoning = [];
@@ -48,7 +50,9 @@ const modelsReady = new Promise((resolve) => { markReady = () => { if (!ready) {
 const early = new Set();   // chats written in before it answered: kept when the chats turn out durable
 let off = false;           // the service's kill switch is on (503 ai_unavailable): the composer is closed
 const phone = matchMedia("(max-width: 760px)");
-const PROMPT_TEXT = prompt.placeholder;
+// A phone's message box is one short line: its placeholder must not wrap.
+const promptText = () => (phone.matches ? "Message" : prompt.dataset.placeholder);
+prompt.dataset.placeholder = prompt.placeholder;
 /** A new chat (or the empty current one), with the settings new chats start with. */
 const begin = () => startChat(state, Date.now(), defaults);
 
@@ -246,7 +250,7 @@ function newChat() {
 function drawChat() {
   const chat = currentChat(state);
   log.replaceChildren();
-  if (!chat || chat.messages.length === 0) log.append(el("p", { class: "empty", id: "empty" }, EMPTY_TEXT));
+  if (!chat || chat.messages.length === 0) log.append(emptyView());
   else for (const m of chat.messages) log.append(messageView(chat, m));
   if (chat?.model && [...modelSelect.options].some((o) => o.value === chat.model)) modelSelect.value = chat.model;
   modelSelect.title = currentModel();
@@ -256,13 +260,63 @@ function drawChat() {
   updateJump();
 }
 
+/** The empty chat: the chat's name, what it does, and the owner's suggestions to click. */
+function emptyView() {
+  const box = el("div", { class: "empty", id: "empty" }, el("h2", {}, owned.title), el("p", {}, EMPTY_TEXT));
+  if (owned.suggestions.length) {
+    const list = el("ul", { class: "suggestions", "aria-label": "Suggestions" });
+    for (const text of owned.suggestions) {
+      const b = el("button", { type: "button", class: "suggestion" }, text);
+      b.addEventListener("click", () => {
+        if (inFlight || off) return;
+        prompt.value = text;
+        form.requestSubmit();
+      });
+      list.append(el("li", {}, b));
+    }
+    box.append(list);
+  }
+  return box;
+}
+
 function actionButton(label, text, onClick) {
   const b = el("button", { type: "button", "aria-label": label }, text);
   b.addEventListener("click", onClick);
   return b;
 }
 
+// Icons of the actions under a message (24-unit paths, drawn with currentColor).
+const ICONS = {
+  copy: "M9 9h10v11H9z M5 15V4h10",
+  edit: "M4 20h4L19 9l-4-4L4 16z M13.5 6.5l4 4",
+  again: "M20 11a8 8 0 1 0-2.3 5.7 M20 4v7h-7",
+  more: "M5 12h14 M13 6l6 6-6 6",
+};
+function icon(name) {
+  const svg = document.createElementNS("http://www.w3.org/2000/svg", "svg");
+  svg.setAttribute("viewBox", "0 0 24 24");
+  svg.setAttribute("width", "16");
+  svg.setAttribute("height", "16");
+  svg.setAttribute("aria-hidden", "true");
+  const path = document.createElementNS("http://www.w3.org/2000/svg", "path");
+  path.setAttribute("d", ICONS[name]);
+  for (const [k, v] of Object.entries({ fill: "none", stroke: "currentColor", "stroke-width": "1.8", "stroke-linecap": "round", "stroke-linejoin": "round" })) path.setAttribute(k, v);
+  svg.append(path);
+  return svg;
+}
+/** A small icon button of a message's actions; its name is its label (and tooltip). */
+function iconAction(label, name, onClick) {
+  const b = el("button", { type: "button", class: "icon-action", "aria-label": label, title: label }, icon(name));
+  b.addEventListener("click", onClick);
+  return b;
+}
+
 async function copyText(text, button) {
+  if (button.classList.contains("icon-action")) {   // an icon: a tick for a moment, the words read out
+    try { await navigator.clipboard.writeText(text); button.classList.add("done"); announce("Copied to the clipboard."); } catch { announce("Copying failed: the browser did not allow it."); }
+    setTimeout(() => button.classList.remove("done"), 1500);
+    return;
+  }
   try {
     await navigator.clipboard.writeText(text);
     button.textContent = "Copied";
@@ -310,8 +364,8 @@ function messageView(chat, m) {
   div.append(el("div", { class: "text" }, m.content));
   if (m.rejected) div.append(el("p", { class: "note" }, "Not sent to the model."));
   if (m.role === "user") {
-    const copy = actionButton("Copy message", "Copy", (e) => copyText(m.content, e.currentTarget));
-    const edit = actionButton("Edit and resend", "Edit", () => startEdit(m));
+    const copy = iconAction("Copy message", "copy", (e) => copyText(m.content, e.currentTarget));
+    const edit = iconAction("Edit and resend", "edit", () => startEdit(m));
     const actions = el("div", { class: "actions" }, copy, edit);
     const versions = versionsView(chat, m);
     if (versions) actions.prepend(versions);
@@ -377,8 +431,8 @@ function finishView(chat, div, m) {
   const usage = m.ms !== undefined ? usageLine(m.usage, m.ms, m.writingMs) : "";
   if (usage) div.append(el("p", { class: "usage" }, usage));
   if (m.outcome !== "failed" && m.outcome !== "cut") {
-    const copy = actionButton("Copy answer", "Copy", (e) => copyText(m.content, e.currentTarget));
-    const again = actionButton("Regenerate answer", "Regenerate", () => regenerate(chat, m.id));
+    const copy = iconAction("Copy answer", "copy", (e) => copyText(m.content, e.currentTarget));
+    const again = iconAction("Regenerate answer", "again", () => regenerate(chat, m.id));
     const actions = el("div", { class: "actions" }, copy, again);
     if (cutShort && last) actions.append(actionButton("Continue the answer", "Continue", () => continueAnswer(chat, m)));
     const versions = versionsView(chat, m);
@@ -424,7 +478,7 @@ function drawModels() {
   modelSelect.title = currentModel();
   for (const by of log.querySelectorAll(".by[data-model]")) if (by.dataset.model) by.textContent = modelName(by.dataset.model);
 }
-phone.addEventListener("change", drawModels);
+phone.addEventListener("change", () => { drawModels(); if (!off) prompt.placeholder = promptText(); });
 
 // ---- images -------------------------------------------------------------------------------
 /** Why the composer takes no image now, or null when it does. */
@@ -976,11 +1030,14 @@ $("shortcuts-open").addEventListener("click", openShortcuts);
 // Two panels of the same three fields: "This chat" (#system, ...) and "New chats" (#default-system, ...).
 const fieldsOf = (prefix) => ({ system: $(`${prefix}system`), temperature: $(`${prefix}temperature`), maxTokens: $(`${prefix}max-tokens`) });
 const chatFields = fieldsOf(""), newFields = fieldsOf("default-");
-const tabs = [$("tab-chat"), $("tab-new"), $("tab-owner")];   // the last: durable chats only
+const tabs = [$("tab-chat"), $("tab-new"), $("tab-owner"), $("tab-look")];   // "Your chats": durable chats only
 let openedWith = "";   // "This chat" as the dialog opened: untouched, an empty chat takes new defaults
 
 function fillFields(fields, s) {
   fields.system.value = s?.system ?? "";
+  const said = $(`${fields.system.id}-owner`);
+  said.textContent = owned.systemPrompt ? `Empty: the owner's prompt for every chat, “${owned.systemPrompt}”. Yours replaces it.` : "Empty: none.";
+  fields.system.placeholder = owned.systemPrompt || "e.g. Answer briefly, in plain English.";
   fields.temperature.value = s?.temperature ?? "";
   fields.maxTokens.value = s?.maxTokens ?? "";
   if (limits.maxTokensLimit) fields.maxTokens.max = String(limits.maxTokensLimit); else fields.maxTokens.removeAttribute("max");
@@ -1151,7 +1208,9 @@ async function loadModels() {
   const { models, default: fallback } = json;
   defaultModel = typeof fallback === "string" ? fallback : "";
   labels = modelLabels(models);
-  tags = Object.fromEntries(models.map((id) => [id, [reasoning.includes(id) && "thinks", capabilities?.[id]?.vision && "images"].filter(Boolean)]));
+  const context = (id) => { const n = capabilities?.[id]?.contextWindow; return n ? `${n >= 1000 ? `${Math.round(n / 1000)}k` : n} context` : null; };
+  tags = Object.fromEntries(models.map((id) => [id, [capabilities?.[id]?.vision && "images", reasoning.includes(id) && "thinks", context(id)].filter(Boolean)]));
+  usePage(json.page);
   const chosen = modelSelect.value;
   modelSelect.replaceChildren(...models.map((id) => el("option", { value: id, selected: id === fallback })));
   const chat = currentChat(state);
@@ -1159,6 +1218,20 @@ async function loadModels() {
   if (want && models.includes(want)) modelSelect.value = want;
   drawModels();
   if (json.conversations === true && !durable) await useConversations();
+}
+
+/** The owner's settings: the title in the header and the tab, the suggestions, the prompt. */
+function usePage(page) {
+  if (!page || typeof page !== "object") return;
+  const text = (v) => (typeof v === "string" ? v : "");
+  owned = {
+    title: text(page.title).trim() || owned.title,
+    systemPrompt: text(page.system_prompt),
+    suggestions: Array.isArray(page.suggestions) ? page.suggestions.filter((x) => typeof x === "string" && x.trim()) : [],
+  };
+  document.title = owned.title;
+  $("title").textContent = owned.title;
+  $("empty")?.replaceWith(emptyView());
 }
 
 // ---- the kill switch: shown as the page loads, gone by itself when the service is back -------
@@ -1170,7 +1243,7 @@ function setOff(value) {
   off = value;
   offBanner.hidden = !off;
   prompt.disabled = off;
-  prompt.placeholder = off ? "The chat is turned off for now" : PROMPT_TEXT;
+  prompt.placeholder = off ? "The chat is turned off for now" : promptText();
   send.disabled = off || inFlight !== null;
   drawImageControls();
   clearTimeout(offTimer);
@@ -1203,6 +1276,7 @@ const WARM = "# a\n\n*b* **c** `d` [e](https://example.com) ~~f~~\n\n- g\n1. h\n
 (self.requestIdleCallback ?? setTimeout)(() => renderMarkdown(WARM));
 
 setMenu(!phone.matches);
+prompt.placeholder = promptText();
 if (!currentChat(state)) begin();
 drawChat();
 loadModels().finally(markReady);

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from base import catalog
+from base import catalog, page
 
 T = TypeVar("T", int, float)
 
@@ -21,6 +21,9 @@ DEFAULT_EMBEDDING_MODELS = (
     "@cf/baai/bge-base-en-v1.5",
     "@cf/google/embeddinggemma-300m",
 )
+
+
+DEFAULT_TITLE = "AI chat"
 
 
 class SettingsError(Exception):
@@ -54,6 +57,11 @@ class Settings:
     embedding_models: tuple[str, ...] = DEFAULT_EMBEDDING_MODELS
     # RESPONSES_TTL_DAYS: how long a stored response (/v1/responses, store: true) is kept.
     responses_ttl_days: float = 30.0
+    # The owner's (page.py): the page's title, the system message of every chat that has none
+    # of its own (every door), and the suggestions of the page's empty chat.
+    chat_title: str = DEFAULT_TITLE
+    system_prompt: str = ""
+    chat_suggestions: tuple[str, ...] = ()
 
 
 def chat_disabled(lookup: Lookup) -> bool:
@@ -156,6 +164,7 @@ def _load(lookup: Lookup) -> Settings:
         stream_window=stream_window(lookup),
         embedding_models=_embedding_models(lookup, models),
         responses_ttl_days=_number(lookup, "RESPONSES_TTL_DAYS", 30.0, float, 0.00001, 3650.0),
+        **page.owner_settings(lookup, SettingsError),
     )
 
 

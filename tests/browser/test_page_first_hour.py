@@ -323,6 +323,15 @@ def scheme_of(page: Page) -> dict[str, Any]:
     return found
 
 
+def choose_theme(page: Page, name: str) -> None:
+    """Settings → Appearance, the theme chosen (applied at once), then closed by keyboard."""
+    page.click("#settings-open")
+    page.get_by_role("tab", name="Appearance").click()
+    page.get_by_role("radio", name=name).check()
+    page.keyboard.press("Escape")
+    expect(page.locator("#settings")).not_to_be_visible()
+
+
 @pytest.mark.parametrize("system", SCHEMES)
 def test_the_theme_is_chosen_and_remembered(
     browser: Browser, tabs: list[Tab], stateless_runtime: Runtime, system: Scheme
@@ -341,7 +350,7 @@ def test_the_theme_is_chosen_and_remembered(
     }
     send(page, "[[pace:0]] colours\n\n```python\nprint(len([1, 2]))\n```")
     answered(page, 1)
-    page.get_by_role("radio", name=other.capitalize()).check()
+    choose_theme(page, other.capitalize())
     assert scheme_of(page)["theme"] == other
     assert scheme_of(page)["background"] == BACKGROUND[other]
     assert axe_violations(page) == [], f"axe, {other} chosen on a {system} device"
@@ -357,7 +366,7 @@ def test_the_theme_is_chosen_and_remembered(
             f"dark:{'all' if other == 'dark' else 'not all'}",
         ],
     }
-    page.get_by_role("radio", name="System").check()
+    choose_theme(page, "System")
     assert scheme_of(page)["theme"] == system
     page.emulate_media(color_scheme=other)  # the device changes: "system" follows
     page.wait_for_function(f"document.documentElement.dataset.theme === '{other}'")
