@@ -462,7 +462,9 @@ def test_model_names_fit_and_the_full_id_is_in_the_tooltip(
     texts = [o["text"] for o in page.evaluate(FITS)["options"]]
     assert texts[0].startswith("Gemma 4 26B"), texts
     if size == "desktop":
-        assert "Gemma 4 26B (images)" in texts and any("(thinks" in t for t in texts), texts
+        # What each model can do: images, thinking, its context window.
+        assert "Gemma 4 26B (images, 256k context)" in texts, texts
+        assert "gpt-oss 20B (thinks, 128k context)" in texts, texts
     else:
         assert all("(" not in t for t in texts), texts
     shot(page, f"models-{size}")
