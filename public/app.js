@@ -14,7 +14,8 @@ import {
 } from "./durable-chats.js";
 import {
   CONTINUE_PROMPT, DEFAULT_LIMITS, IMAGE_DATA_URL, IMAGE_TYPES, capabilitiesFrom, chatTitle, chatToJSON, chatToMarkdown,
-  checkImages, cleanSettings, countChars, currentChat, deleteChat, describeError, editMessage, fitConversation,
+  checkImages, checkTextFile, cleanSettings, countChars, currentChat, deleteChat, describeError, editMessage, fitConversation,
+  isTextFile, withFiles,
   imageBytes, limitsFrom, loadDefaults, loadState, modelLabels, newId, reasoningFrom, regenerateFrom, renameChat,
   restoreChat, saveDefaults, saveState, searchChats, selectChat, sendableMessages, settingsBody, startChat,
   switchVersion, thoughtFor, touchChat, usageLine, versionOf,
@@ -42,6 +43,7 @@ let owner = null;          // this browser's owner token (durable chats only): S
 let durable = false;       // the chats are durable conversations (GET /api/v1/models says so): durable-chats.js
 let editingId = null;
 let pending = [];          // images attached to the message being written: { name, type, bytes, url }
+let pendingFiles = [];     // files of text attached to it: { name, type, bytes, text } (chat-core.js withFiles)
 let undo = null;           // { chat, index, timer }
 let defaults = loadDefaults(localStorage);   // the settings new chats start with
 let ready = false;         // GET /api/v1/models has answered (or failed): until then an answer waits (waitForModels)
@@ -337,6 +339,14 @@ function imagesView(images) {
   return box;
 }
 
+const sizeOf = (n) => (n < 1024 ? `${n} B` : n < 1048576 ? `${Math.round(n / 1024)} KB` : `${(n / 1048576).toFixed(1)} MB`);
+/** A message's files of text, each a chip: its name and size (its text went to the model). */
+function filesView(files) {
+  const list = el("ul", { class: "files", "aria-label": "Attached files" });
+  for (const f of files) list.append(el("li", { class: "file-chip", title: f.name }, el("span", { class: "file-name" }, f.name), el("span", { class: "file-size" }, sizeOf(f.bytes ?? 0))));
+  return list;
+}
+
 /** ‹ 2 / 3 › under a message that has versions. */
 function versionsView(chat, m) {
   const { index, count } = versionOf(m);
@@ -361,7 +371,8 @@ function messageView(chat, m) {
   if (m.role === "assistant") return assistantView(chat, m);
   const div = el("article", { class: `msg ${m.role}${m.rejected ? " rejected" : ""}`, "data-id": m.id, "aria-label": m.role === "user" ? "You said" : "System" });
   if (m.images?.length) div.append(imagesView(m.images));
-  div.append(el("div", { class: "text" }, m.content));
+  if (m.files?.length) div.append(filesView(m.files));
+  if (m.content || !m.files?.length) div.append(el("div", { class: "text" }, m.content));
   if (m.rejected) div.append(el("p", { class: "note" }, "Not sent to the model."));
   if (m.role === "user") {
     const copy = iconAction("Copy message", "copy", (e) => copyText(m.content, e.currentTarget));
@@ -447,6 +458,7 @@ function startEdit(m) {
   editingId = m.id;
   prompt.value = m.content;
   pending = (m.images ?? []).filter((i) => i.url);
+  pendingFiles = (m.files ?? []).map((f) => ({ ...f }));
   drawAttachments();
   editing.hidden = false;
   prompt.focus();
@@ -458,6 +470,7 @@ function cancelEdit() {
   editing.hidden = true;
   prompt.value = "";
   pending = [];
+  pendingFiles = [];
   drawAttachments();
 }
 
@@ -499,7 +512,16 @@ function drawImageControls() {
 
 function drawAttachments() {
   attachments.replaceChildren();
-  attachments.hidden = pending.length === 0;
+  attachments.hidden = pending.length === 0 && pendingFiles.length === 0;
+  pendingFiles.forEach((file, i) => {
+    const remove = el("button", { type: "button", class: "remove-file", "aria-label": `Remove file: ${file.name}` }, "✕");
+    remove.addEventListener("click", () => {
+      pendingFiles.splice(i, 1);
+      drawAttachments();
+      (attachments.querySelector(".remove-file, .remove") ?? prompt).focus();
+    });
+    attachments.append(el("li", { class: "file-chip", title: file.name }, el("span", { class: "file-name" }, file.name), el("span", { class: "file-size" }, sizeOf(file.bytes)), remove));
+  });
   pending.forEach((image, i) => {
     const remove = el("button", { type: "button", class: "remove", "aria-label": `Remove image: ${image.name}` }, "✕");
     remove.addEventListener("click", () => {
@@ -518,6 +540,36 @@ const readAsDataURL = (file) => new Promise((resolve, reject) => {
   reader.onerror = () => reject(reader.error);
   reader.readAsDataURL(file);
 });
+
+/** Files dropped or pasted: images as images, files of text as text, the rest refused in words. */
+async function addFiles(files) {
+  const all = [...files];
+  const images = all.filter((f) => f.type.startsWith("image/"));
+  const texts = all.filter((f) => !f.type.startsWith("image/"));
+  if (texts.length) await addTextFiles(texts);
+  if (images.length && composerError.hidden) await addImages(images);
+}
+
+async function addTextFiles(files) {
+  if (off) { showComposerError("The chat is turned off for now."); return; }
+  for (const file of files) {
+    if (/\.pdf$/i.test(file.name) || file.type === "application/pdf") {
+      showComposerError(`“${file.name}” is a PDF: this page reads text, Markdown, code, CSV and JSON files. Copy its text into the message instead.`);
+      return;
+    }
+    if (!isTextFile(file.name, file.type)) {
+      showComposerError(`“${file.name || "The file"}” is neither an image nor a file of text: attach text, Markdown, code, CSV or JSON files, or PNG, JPEG, GIF or WebP images.`);
+      return;
+    }
+    const text = file.size <= 4 * 1024 * 1024 ? await file.text() : "";
+    const read = { name: file.name || "pasted text", type: file.type || "text/plain", bytes: file.size, text };
+    const problem = checkTextFile(read);
+    if (problem) { showComposerError(problem); return; }
+    pendingFiles.push(read);
+  }
+  showComposerError("");
+  drawAttachments();
+}
 
 async function addImages(files) {
   const images = [...files];
@@ -542,11 +594,14 @@ attach.addEventListener("click", () => {
   else fileInput.click();
 });
 fileInput.addEventListener("change", () => { addImages(fileInput.files); fileInput.value = ""; });
+const textInput = $("text-file");
+$("attach-text").addEventListener("click", () => { if (off) showComposerError("The chat is turned off for now."); else textInput.click(); });
+textInput.addEventListener("change", async () => { await addTextFiles(textInput.files); textInput.value = ""; });
 prompt.addEventListener("paste", (event) => {
-  const files = [...(event.clipboardData?.files ?? [])].filter((f) => f.type.startsWith("image/"));
+  const files = [...(event.clipboardData?.files ?? [])];
   if (files.length === 0) return;
   event.preventDefault();
-  addImages(files);
+  addFiles(files);
 });
 form.addEventListener("dragover", (event) => { if (event.dataTransfer?.types.includes("Files")) { event.preventDefault(); form.classList.add("dropping"); } });
 form.addEventListener("dragleave", () => form.classList.remove("dropping"));
@@ -554,7 +609,7 @@ form.addEventListener("drop", (event) => {
   form.classList.remove("dropping");
   if (!event.dataTransfer?.files.length) return;
   event.preventDefault();
-  addImages(event.dataTransfer.files);
+  addFiles(event.dataTransfer.files);
 });
 
 // ---- sending ------------------------------------------------------------------------------
@@ -951,10 +1006,10 @@ async function endAnswer(chat, div, answer) {
 form.addEventListener("submit", (event) => {
   event.preventDefault();
   const content = prompt.value;
-  if ((!content.trim() && pending.length === 0) || inFlight || off) return;
-  const chars = countChars(content);
+  if ((!content.trim() && pending.length === 0 && pendingFiles.length === 0) || inFlight || off) return;
+  const chars = countChars(withFiles(content, pendingFiles));
   if (chars > limits.maxMessageChars) {
-    showComposerError(`This message is ${chars.toLocaleString("en-US")} characters; the service takes at most ${limits.maxMessageChars.toLocaleString("en-US")}. Shorten it to send it.`);
+    showComposerError(`This message${pendingFiles.length ? ", with its files," : ""} is ${chars.toLocaleString("en-US")} characters; the service takes at most ${limits.maxMessageChars.toLocaleString("en-US")}. Shorten it${pendingFiles.length ? " or remove a file" : ""} to send it.`);
     return;
   }
   if (pending.length) {
@@ -968,21 +1023,24 @@ form.addEventListener("submit", (event) => {
   }
   showComposerError("");
   const images = pending.map((i) => ({ ...i }));
+  const files = pendingFiles.map((f) => ({ ...f }));
   let chat = currentChat(state) ?? begin();
   if (!ready) early.add(chat);
   if (editingId !== null) {
-    editMessage(chat, editingId, content, images);
+    editMessage(chat, editingId, content, images, files);
     editingId = null;
     editing.hidden = true;
     drawChat();
   } else {
     const message = { id: newId(), role: "user", content };
+    if (files.length) message.files = files;
     if (images.length) message.images = images;
     chat.messages.push(message);
     $("empty")?.remove();
     log.append(messageView(chat, message));
   }
   pending = [];
+  pendingFiles = [];
   drawAttachments();
   touchChat(state, chat);
   save();

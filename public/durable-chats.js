@@ -8,7 +8,7 @@
 // server's history is not exactly that (a message was edited, an answer regenerated, a version
 // switched, the system prompt changed, old turns trimmed, an answer continued), the chat
 // continues in a new conversation started from that history (a fork), and the old one is deleted.
-import { IMAGE_DATA_URL, imageBytes, newId } from "./chat-core.js";
+import { IMAGE_DATA_URL, imageBytes, newId, splitFiles } from "./chat-core.js";
 
 export const DURABLE_KEY = "ai-chat:conversations:v1";
 export const OWNER_KEY = "ai-chat:owner-token";
@@ -78,12 +78,15 @@ export function saveDurable(storage, state) {
 
 /** A page message from a user message as the server keeps it (text, or parts with images). */
 function userMessage(content) {
-  if (typeof content === "string") return { id: newId(), role: "user", content };
-  const parts = Array.isArray(content) ? content : [];
+  const parts = typeof content === "string" ? [{ type: "text", text: content }] : Array.isArray(content) ? content : [];
   const text = parts.filter((p) => p?.type === "text" && typeof p.text === "string").map((p) => p.text).join("");
   const images = parts.filter((p) => p?.type === "image_url" && IMAGE_DATA_URL.test(p.image_url?.url ?? ""))
     .map((p, i) => ({ name: `image ${i + 1}`, type: `image/${IMAGE_DATA_URL.exec(p.image_url.url)[1]}`, bytes: imageBytes(p.image_url.url), url: p.image_url.url }));
-  return images.length ? { id: newId(), role: "user", content: text, images } : { id: newId(), role: "user", content: text };
+  const { content: said, files } = splitFiles(text);   // the files it was sent with (chat-core.js withFiles)
+  const message = { id: newId(), role: "user", content: said };
+  if (files.length) message.files = files;
+  if (images.length) message.images = images;
+  return message;
 }
 
 /**
