@@ -89,3 +89,24 @@ def test_too_large_binary_and_pdf_files_are_refused_in_words(
     expect(error).to_contain_text("“report.pdf” is a PDF")
     expect(page.locator("#attachments .file-chip")).to_have_count(0)
     assert axe_violations(page) == [], "axe, a file refused"
+
+
+def test_search_finds_a_word_said_in_an_older_chat(
+    context: BrowserContext, runtime: Runtime
+) -> None:
+    page = open_tab(context, runtime)
+    send(page, "[[pace:0]] tell me about the aubergine harvest")
+    answered(page, 1)
+    page.click("#clear")
+    send(page, "[[pace:0]] something else entirely")
+    answered(page, 1)
+    page.reload()  # the chats are read back from their conversations
+    expect(page.locator("#layout")).to_have_attribute("data-chats", "server", timeout=20000)
+    expect(page.locator("#chat-list .open")).to_have_count(2)
+    page.fill("#search", "aubergine")
+    expect(page.locator("#chat-list .open")).to_have_text(["tell me about the aubergine harvest"])
+    # A word of an answer only (the built-in model says which turn it wrote).
+    page.fill("#search", "offline model")
+    expect(page.locator("#chat-list .open")).to_have_count(2)
+    page.fill("#search", "no such word anywhere")
+    expect(page.locator("#chat-list .none")).to_have_text("No chat matches")
