@@ -550,12 +550,48 @@ async function addFiles(files) {
   if (images.length && composerError.hidden) await addImages(images);
 }
 
+// Documents Workers AI converts to Markdown (POST /api/v1/files/markdown, the AI binding's
+// toMarkdown): by type, or by name when the browser names no type.
+const DOCUMENTS = {
+  pdf: "application/pdf",
+  docx: "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+  xlsx: "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+  odt: "application/vnd.oasis.opendocument.text",
+  ods: "application/vnd.oasis.opendocument.spreadsheet",
+};
+const DOCUMENT_BYTES = 10 * 1024 * 1024;
+const documentType = (file) => (Object.values(DOCUMENTS).includes(file.type) ? file.type : DOCUMENTS[/\.(\w+)$/.exec(file.name)?.[1]?.toLowerCase()] ?? null);
+
+/** A document as a file of text (its Markdown), or why it could not be, in words. */
+async function convertDocument(file, type) {
+  if (file.size > DOCUMENT_BYTES) return `“${file.name}” is ${sizeOf(file.size)}; a document can be up to ${sizeOf(DOCUMENT_BYTES)} to be read.`;
+  showComposerError("");
+  attachments.hidden = false;
+  const reading = el("li", { class: "file-chip reading", role: "status" }, el("span", { class: "file-name" }, `Reading ${file.name}…`));
+  attachments.append(reading);
+  try {
+    const response = await fetch("/api/v1/files/markdown", { method: "POST", headers: { "content-type": type, "x-file-name": encodeURIComponent(file.name) }, body: file });
+    const json = await response.json().catch(() => null);
+    if (!response.ok) return `“${file.name}” could not be read: ${json?.message ?? `HTTP ${response.status}`}`;
+    const text = String(json.markdown ?? "");
+    if (!text.trim()) return `“${file.name}” has no text to read (a scanned document, perhaps).`;
+    return { name: file.name, type, bytes: file.size, text };
+  } catch (err) {
+    return `“${file.name}” could not be read: the service was not reachable (${err.message}).`;
+  } finally {
+    reading.remove();
+  }
+}
+
 async function addTextFiles(files) {
   if (off) { showComposerError("The chat is turned off for now."); return; }
   for (const file of files) {
-    if (/\.pdf$/i.test(file.name) || file.type === "application/pdf") {
-      showComposerError(`“${file.name}” is a PDF: this page reads text, Markdown, code, CSV and JSON files. Copy its text into the message instead.`);
-      return;
+    const document = documentType(file);
+    if (document) {
+      const converted = await convertDocument(file, document);
+      if (typeof converted === "string") { showComposerError(converted); return; }
+      pendingFiles.push(converted);
+      continue;
     }
     if (!isTextFile(file.name, file.type)) {
       showComposerError(`“${file.name || "The file"}” is neither an image nor a file of text: attach text, Markdown, code, CSV or JSON files, or PNG, JPEG, GIF or WebP images.`);

@@ -65,7 +65,7 @@ def model_calls_for(runtime: Runtime, content: str) -> list[dict[str, Any]]:
     return [
         c
         for c in runtime.calls()
-        if any(m.get("content") == content for m in c["inputs"]["messages"])
+        if any(m.get("content") == content for m in c["inputs"].get("messages", []))
     ]
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from conftest import Runtime
+from conftest import ROOT, Runtime
 from playwright.sync_api import Browser, BrowserContext, FilePayload, Page, expect
 
 from browser.conftest import BROWSER_MARKS
@@ -85,10 +85,32 @@ def test_too_large_binary_and_pdf_files_are_refused_in_words(
     expect(error).to_contain_text("“blob.json” is not text (it holds binary data)")
     attach(page, "archive.zip", b"PK\x03\x04", "application/zip")
     expect(error).to_contain_text("“archive.zip” is neither an image nor a file of text")
-    attach(page, "report.pdf", b"%PDF-1.4\n", "application/pdf")
-    expect(error).to_contain_text("“report.pdf” is a PDF")
+    attach(page, "broken.pdf", b"%PDX-1.4\n", "application/pdf")
+    expect(error).to_contain_text(
+        "“broken.pdf” could not be read: broken.pdf: Workers AI could not"
+    )
     expect(page.locator("#attachments .file-chip")).to_have_count(0)
     assert axe_violations(page) == [], "axe, a file refused"
+
+
+def test_a_pdf_is_converted_by_the_ai_binding_and_reaches_the_model_as_text(
+    context: BrowserContext, runtime: Runtime
+) -> None:
+    page = open_tab(context, runtime)
+    pdf = (ROOT / "tests" / "fixtures" / "report.pdf").read_bytes()
+    attach(page, "report.pdf", pdf, "application/pdf")
+    expect(page.locator("#attachments .file-chip")).to_contain_text("report.pdf")
+    send(page, "[[pace:0]] summarise the report")
+    answered(page, 1)
+    text = "Quarterly report\n\nRevenue grew by 12 percent in the (third) quarter."
+    sent = f'<file name="report.pdf">\n{text}\n</file>\n\n[[pace:0]] summarise the report'
+    assert model_calls_for(runtime, sent), "the model did not receive the PDF's text"
+    converted = [c for c in runtime.calls() if c.get("model") == "toMarkdown"]
+    assert converted[-1]["inputs"]["files"] == [
+        {"name": "report.pdf", "mimeType": "application/pdf", "bytes": len(pdf)}
+    ]
+    expect(page.locator(".msg.user .file-chip")).to_contain_text("report.pdf")
+    shot(page, "file-pdf")
 
 
 def test_search_finds_a_word_said_in_an_older_chat(

@@ -67,7 +67,9 @@ def test_models_lists_allow_list_and_default() -> None:
         b'"version": "0.2.0"}'
     )
     owned = {**env, "CHAT_TITLE": "Desk", "SYSTEM_PROMPT": "Be kind.", "CHAT_SUGGESTIONS": "a|b"}
-    page = json.loads(call(request("GET", "/api/v1/models"), owned).body)["page"]
+    body = call(request("GET", "/api/v1/models"), owned).body
+    assert isinstance(body, bytes)
+    page = json.loads(body)["page"]
     assert page == {"title": "Desk", "system_prompt": "Be kind.", "suggestions": ["a", "b"]}
 
 
