@@ -600,5 +600,22 @@ def test_the_readme_screenshot(browser: Browser, tabs: list[Tab], runtime: Runti
     target = ROOT / "docs" / "screenshot.png"
     if os.environ.get("UPDATE_SCREENSHOT") == "1":
         page.screenshot(path=str(target))
-    assert target.exists(), "docs/screenshot.png is missing: UPDATE_SCREENSHOT=1 writes it"
-    assert base64.b64encode(target.read_bytes()[:8]) == base64.b64encode(b"\x89PNG\r\n\x1a\n")
+    # The same conversation in the dark scheme, and on a phone (docs/screenshot-*.png).
+    page.emulate_media(color_scheme="dark")
+    page.evaluate("document.querySelector('#log').scrollTop = 1e9")
+    shot(page, "readme-dark")
+    if os.environ.get("UPDATE_SCREENSHOT") == "1":
+        page.screenshot(path=str(ROOT / "docs" / "screenshot-dark.png"))
+    page.emulate_media(color_scheme="light")
+    page.set_viewport_size({"width": 390, "height": 844})
+    if page.locator("#menu").get_attribute("aria-expanded") == "true":
+        page.click("#scrim", position={"x": 370, "y": 400})  # the drawer a phone opens over it
+    page.locator("#prompt").blur()
+    page.evaluate("document.querySelector('#log').scrollTop = 1e9")
+    shot(page, "readme-phone")
+    if os.environ.get("UPDATE_SCREENSHOT") == "1":
+        page.screenshot(path=str(ROOT / "docs" / "screenshot-phone.png"))
+    for name in ("screenshot.png", "screenshot-dark.png", "screenshot-phone.png"):
+        target = ROOT / "docs" / name
+        assert target.exists(), f"docs/{name} is missing: UPDATE_SCREENSHOT=1 writes it"
+        assert base64.b64encode(target.read_bytes()[:8]) == base64.b64encode(b"\x89PNG\r\n\x1a\n")
