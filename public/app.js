@@ -5,11 +5,11 @@
 // the four image types (IMAGE_DATA_URL), checked again where they are drawn.
 import { ChatError, streamChat } from "./chat-client.js";
 import {
-  createConversation, deleteConversation, getConversation, listConversations, resumeConversation, stopConversation,
+  createConversation, deleteConversation, getConversation, keepBranches, listConversations, resumeConversation, stopConversation,
   streamConversation, useOwnerToken,
 } from "./conversation-client.js";
 import {
-  DURABLE_KEY, OWNER_KEY, applyDetails, chatFromServer, historyAfter, historyDetails, listedEntries, loadDurable,
+  DURABLE_KEY, OWNER_KEY, applyDetails, branchesOf, chatFromServer, historyAfter, historyDetails, listedEntries, loadDurable,
   loadOwnerToken, needsFork, ownerToken, saveDurable,
 } from "./durable-chats.js";
 import {
@@ -356,6 +356,7 @@ function versionsView(chat, m) {
     const at = chat.messages.indexOf(m);
     switchVersion(chat, m.id, to);
     save();
+    shareBranches(chat);
     drawChat();
     const again = log.querySelector(`[data-id="${chat.messages[at].id}"] .versions`);
     (again?.querySelector(`[aria-label="${which}"]:not(:disabled)`) ?? again?.querySelector("button:not(:disabled)"))?.focus();
@@ -1017,6 +1018,14 @@ function stopAnswer() {
 
 const nextTask = () => new Promise((resolve) => setTimeout(resolve, 0));
 
+/** A durable chat's versions, kept in its conversation (a reload and other tabs show them). */
+function shareBranches(chat) {
+  if (!durable || !chat.conversation) return;
+  const branches = branchesOf(chat);
+  if (branches || chat.sharedBranches) keepBranches(chat.conversation, branches).catch(() => {});
+  chat.sharedBranches = branches !== null;
+}
+
 /** The end of an answer, in a few tasks: after a long answer each costs a layout of all of it. */
 async function endAnswer(chat, div, answer) {
   const stick = nearBottom();
@@ -1026,6 +1035,7 @@ async function endAnswer(chat, div, answer) {
   if (details) details.open = false;
   finishView(chat, div, answer);
   touchChat(state, chat);
+  shareBranches(chat);
   keepInView(stick);
   prompt.focus();
   await nextTask();

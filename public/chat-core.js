@@ -640,7 +640,7 @@ export function chatToMarkdown(chat) {
  * page's copy of the server's history.
  */
 export function chatToJSON(chat) {
-  const { conversation, serverMessages, stale, ...kept } = chat;
+  const { conversation, serverMessages, stale, sharedBranches, ...kept } = chat;
   return JSON.stringify({ format: "ai-chat", version: 1, chat: kept }, null, 2) + "\n";
 }
 

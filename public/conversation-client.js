@@ -67,6 +67,13 @@ export async function deleteConversation(id, { base = BASE, fetch = globalThis.f
   return true;
 }
 
+/** POST .../branches: keeps a client's versions of the conversation beside it (null: none). */
+export async function keepBranches(id, branches, { base = BASE, fetch = globalThis.fetch, headers = sent } = {}) {
+  const response = await fetch(`${base}/${id}/branches`, { method: "POST", headers: { ...headers, "content-type": "application/json" }, body: JSON.stringify({ branches }) });
+  if (!response.ok) throw await failure(response);
+  return true;
+}
+
 /** POST .../stop: whether an answer was being written (it ends with stop_reason "cancelled"). */
 export async function stopConversation(id, { base = BASE, fetch = globalThis.fetch, headers = sent } = {}) {
   const response = await fetch(`${base}/${id}/stop`, { method: "POST", headers });

@@ -169,8 +169,38 @@ export function chatFromServer(entry, server) {
   return {
     id: newId(), conversation: entry.conversation, title: entry.title ?? "", model: entry.model ?? "",
     ...(entry.settings ? { settings: entry.settings } : {}), createdAt: now, updatedAt: now,
-    messages, serverMessages,
+    messages: branchesFrom(server) ?? messages, serverMessages,
   };
+}
+
+// ---- Branches: the versions a chat keeps (edits, regenerations), kept in its conversation ----
+const BRANCHES_BYTES = 900 * 1024;   // under the server's 1 MiB: past it, older images go by name
+const hasVersions = (messages) => messages.some((m) => m.alts?.length);
+
+/**
+ * What POST /api/v1/conversations/{id}/branches keeps for a chat with versions (null without):
+ * the page's messages, every version with them, and the length of the server's history they
+ * were kept beside (a history that grew since, in another tab, makes them stale).
+ */
+export function branchesOf(chat) {
+  if (!hasVersions(chat.messages)) return null;
+  const out = { version: 1, server_length: chat.serverMessages?.length ?? 0, messages: chat.messages };
+  if (JSON.stringify(out).length <= BRANCHES_BYTES) return out;
+  const byName = (messages) => messages.map((m) => ({
+    ...m, ...(m.images ? { images: m.images.map(({ url, ...rest }) => rest) } : {}), ...(m.alts ? { alts: m.alts.map(byName) } : {}),
+  }));
+  return { ...out, messages: byName(chat.messages) };
+}
+
+const isKept = (m) => m && typeof m === "object" && typeof m.id === "string" && ["system", "user", "assistant"].includes(m.role)
+  && typeof m.content === "string" && (m.alts === undefined || (Array.isArray(m.alts) && m.alts.every((t) => Array.isArray(t) && t.every(isKept))));
+
+/** The kept versions of a conversation read back, when they still match its history; else null. */
+export function branchesFrom(server) {
+  const b = server?.branches;
+  const stored = Array.isArray(server?.messages) ? server.messages : [];
+  if (!b || b.version !== 1 || b.server_length !== stored.length || !Array.isArray(b.messages) || !b.messages.every(isKept)) return null;
+  return b.messages;
 }
 
 /** Whether the next message needs a new conversation started from `history` (see the top). */

@@ -152,6 +152,17 @@ class Store:
         self._schema = False
 
     @property
+    def branches(self) -> dict[str, Any] | None:
+        """A client's versions of the conversation (POST .../branches), or None."""
+        raw = self._get("branches")
+        value = json.loads(raw) if raw else None
+        return value if isinstance(value, dict) else None
+
+    def keep_branches(self, branches: dict[str, Any] | None) -> None:
+        """Bounded by the door (MAX_BRANCHES_BYTES), not counted in MAX_CONVERSATION_BYTES."""
+        self._set("branches", json.dumps(branches, ensure_ascii=False) if branches else "")
+
+    @property
     def turn(self) -> int:
         return int(self._get("turn") or 0)
 

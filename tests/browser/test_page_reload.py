@@ -82,3 +82,41 @@ def test_finished_answers_are_drawn_the_same_after_a_reload_and_in_a_second_tab(
     loaded(second, 2, durable)
     assert second.evaluate(DRAWN) == before, "a second tab draws the answers differently"
     shot(second, f"reload-second-tab-{'durable' if durable else 'local'}")
+
+
+def test_an_edit_keeps_both_branches_each_answers_from_its_own_history_and_both_survive(
+    context: BrowserContext, runtime: Runtime
+) -> None:
+    page = context.new_page()
+    page.goto(runtime.url + "/")
+    loaded(page, 0, True)
+    send(page, "[[pace:0]] first question")
+    answered(page, 1)
+    page.locator(".msg.user").first.get_by_role("button", name="Edit and resend").click()
+    page.fill("#prompt", "[[pace:0]] edited question")
+    page.press("#prompt", "Enter")
+    answered(page, 1)
+    versions = page.locator(".msg.user .versions")
+    expect(versions).to_have_text("‹2 / 2›")
+    # Back to the first branch: a follow-up there is answered from that branch's history.
+    versions.get_by_role("button", name="Previous version").click()
+    expect(page.locator(".msg.user .text").first).to_have_text("[[pace:0]] first question")
+    send(page, "[[pace:0]] and then?")
+    answered(page, 2)
+    page.wait_for_timeout(300)  # the versions are kept as the answer ends
+    sent = runtime.last_call()["inputs"]["messages"]
+    assert [m["content"] for m in sent if m["role"] == "user"] == [
+        "[[pace:0]] first question",
+        "[[pace:0]] and then?",
+    ], sent
+    before = page.evaluate(DRAWN)
+    page.reload()
+    loaded(page, 2, True)
+    expect(page.locator(".msg.user .versions").first).to_have_text("‹1 / 2›")
+    assert page.evaluate(DRAWN) == before, "a reload changed the branch on screen"
+    # The other branch is still there, with its own answer.
+    page.locator(".msg.user .versions").first.get_by_role("button", name="Next version").click()
+    expect(page.locator(".msg.user .text")).to_have_text(["[[pace:0]] edited question"])
+    expect(page.locator(".msg.assistant .text")).to_contain_text(["edited question"])
+    assert axe_violations(page) == [], "axe, a chat with branches read back"
+    shot(page, "branches-after-reload")

@@ -130,14 +130,21 @@ class Room:
         return self.store.exists()
 
     def get(self, id: str) -> Reply:
-        return Reply(
-            json={
-                "id": id,
-                "messages": self.store.messages(),
-                "streaming": self.turn is not None,
-                "bytes": self.store.size,
-            }
-        )
+        out: dict[str, Any] = {
+            "id": id,
+            "messages": self.store.messages(),
+            "streaming": self.turn is not None,
+            "bytes": self.store.size,
+        }
+        branches = self.store.branches
+        if branches is not None:
+            out["branches"] = branches
+        return Reply(json=out)
+
+    def keep_branches(self, branches: dict[str, Any] | None) -> Reply:
+        """A client's versions of this conversation (checked by the door), kept as they are."""
+        self.store.atomic(lambda: self.store.keep_branches(branches))
+        return Reply(json={"kept": branches is not None})
 
     def stop(self) -> Reply:
         stopped = self.turn is not None and self.turn.stop()

@@ -748,3 +748,13 @@ def test_a_bug_after_the_call_answered_cancels_it_and_keeps_nothing() -> None:
     assert source.cancelled == 1, "the model call it opened was left running"
     assert (r.turn, r.store.messages(), r.store.turn, r.store.size) == (None, [], 0, 0)
     assert lite.stored_bytes() == 0 and wiring.readers[0].closed
+
+
+def test_a_clients_branches_are_kept_beside_the_history_and_given_back() -> None:
+    r, _, _ = created()
+    assert "branches" not in r.get("c0ffee").json  # type: ignore[operator]
+    kept = {"version": 1, "server_length": 0, "messages": [{"id": "a", "alts": [[]]}]}
+    assert r.keep_branches(kept).json == {"kept": True}
+    assert r.get("c0ffee").json["branches"] == kept  # type: ignore[index]
+    assert r.keep_branches(None).json == {"kept": False}
+    assert "branches" not in r.get("c0ffee").json  # type: ignore[operator]
