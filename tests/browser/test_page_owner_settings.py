@@ -76,6 +76,15 @@ def test_the_title_the_suggestions_and_the_owners_prompt_reach_the_page_and_the_
     expect(page.locator("#system")).to_have_attribute("placeholder", PROMPT)
     expect(page.locator("#system-owner")).to_contain_text(PROMPT)
     assert axe_violations(page) == [], f"axe, Settings with the owner's prompt, {scheme}"
+    # The dialog keeps one size from tab to tab, reached by the arrow keys.
+    sizes = []
+    for _ in range(4):
+        box = page.locator("#settings").bounding_box()
+        assert box is not None
+        sizes.append((round(box["width"]), round(box["height"])))
+        page.locator("#settings [role=tab][aria-selected=true]").press("ArrowRight")
+    assert len(set(sizes)) == 1, f"the Settings dialog changes size: {sizes}"
+    expect(page.locator("#tab-chat")).to_have_attribute("aria-selected", "true")
     page.fill("#system", "Answer like a pirate.")
     page.get_by_role("button", name="Save").click()
     send(page, "[[pace:0]] mine now")
