@@ -75,6 +75,10 @@ def same_owner(stored: str | None, presented: str | None) -> bool:
     return presented is not None and hmac.compare_digest(stored.encode(), presented.encode())
 
 
+_FILES = re.compile(r'(?:<file name="[^"\n<>]*">\n.*?\n</file>(?:\n\n|$))+', re.DOTALL)
+_FILE_NAME = re.compile(r'<file name="([^"\n<>]*)">')
+
+
 def title_of(content: object) -> str | None:
     """A title from a user message's content: its text, blanks collapsed, cut to TITLE_CHARS."""
     if isinstance(content, str):
@@ -87,6 +91,12 @@ def title_of(content: object) -> str | None:
         )
     else:
         return None
+    # Files the page sent before the message's text (chat-core.js withFiles): the text, else
+    # the first file's name.
+    files = _FILES.match(text)
+    if files:
+        name = _FILE_NAME.match(text)
+        text = text[files.end() :] or (name.group(1) if name else "")
     text = " ".join(text.split())
     if not text:
         return None
