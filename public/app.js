@@ -394,15 +394,20 @@ function thinkingView(m) {
   return el("details", { class: "thinking" }, summary, text);
 }
 
-/** The name of the model that wrote an answer, above it (the full id in its tooltip). */
-function byView(model) {
-  return el("p", { class: "by", "data-model": model ?? "", title: model ?? "" }, model ? modelName(model) : "");
+/** The name of the model that wrote an answer, and when it ended, above it (the id in its tooltip). */
+function byView(model, at) {
+  const by = el("p", { class: "by", title: model ?? "" }, el("span", { class: "by-model", "data-model": model ?? "" }, model ? modelName(model) : ""));
+  if (Number.isInteger(at)) {
+    const when = new Date(at);
+    by.append(el("time", { dateTime: when.toISOString(), title: when.toLocaleString() }, when.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" })));
+  }
+  return by;
 }
 
 function assistantView(chat, m) {
   const div = el("article", { class: "msg assistant", "data-id": m.id, "aria-label": "Answer" });
   if (m.outcome) div.dataset.outcome = m.outcome;
-  div.append(byView(m.model));
+  div.append(byView(m.model, m.at));
   if (m.thinking) div.append(thinkingView(m));
   const text = el("div", { class: "text markdown" });
   // Drawn by the renderer that drew it streaming, at its end: the same parts, the same DOM.
@@ -415,6 +420,7 @@ function assistantView(chat, m) {
 /** Notes, error text and buttons under an answer that has ended. */
 function finishView(chat, div, m) {
   div.classList.remove("streaming");
+  div.querySelector(".by")?.replaceWith(byView(m.model, m.at));   // the model that wrote it, and when
   if (m.outcome) div.dataset.outcome = m.outcome;
   const notes = [];
   if (m.trimmed) {
@@ -490,7 +496,7 @@ function drawModels() {
     option.title = said.length ? `${option.value} (${said.join(", ")})` : option.value;
   }
   modelSelect.title = currentModel();
-  for (const by of log.querySelectorAll(".by[data-model]")) if (by.dataset.model) by.textContent = modelName(by.dataset.model);
+  for (const by of log.querySelectorAll(".by-model[data-model]")) if (by.dataset.model) by.textContent = modelName(by.dataset.model);
 }
 phone.addEventListener("change", () => { drawModels(); if (!off) prompt.placeholder = promptText(); });
 
@@ -816,7 +822,7 @@ async function followAnswer(chat, answer, div, textBox, continuing, run) {
   });
   if (result.model) answer.model = result.model;   // a fallback answered
   const usage = result.usage && continuing?.usage ? { ...result.usage, completion_tokens: (result.usage.completion_tokens ?? 0) + (continuing.usage.completion_tokens ?? 0) } : result.usage;
-  Object.assign(answer, { usage: usage ?? null, ms: Math.round(ended - started) + (continuing?.ms ?? 0), writingMs: Math.round(firstAt ? ended - firstAt : 0) + (continuing?.writingMs ?? 0) });
+  Object.assign(answer, { usage: usage ?? null, ms: Math.round(ended - started) + (continuing?.ms ?? 0), writingMs: Math.round(firstAt ? ended - firstAt : 0) + (continuing?.writingMs ?? 0), at: Date.now() });
   if (result.thinking) Object.assign(answer, { thinking: (continuing?.thinking ?? "") + result.thinking, thinkingMs: Math.round(thinkingEnded - thinkingStarted) });
   if (result.error) {
     const { code, message, status, retryAfter } = result.error;

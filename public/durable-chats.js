@@ -103,6 +103,7 @@ export function applyDetails(answer, details) {
   if (details.while_thinking === true) answer.whileThinking = true; else delete answer.whileThinking;
   answer.usage = details.usage && typeof details.usage === "object" ? details.usage : null;
   if (int(details.ms) !== undefined) answer.ms = details.ms;
+  if (int(details.at) !== undefined) answer.at = details.at;
   if (int(details.writing_ms) !== undefined) answer.writingMs = details.writing_ms;
   if (answer.thinking && int(details.reasoning_ms) !== undefined) answer.thinkingMs = details.reasoning_ms;
   if (details.error && typeof details.error.code === "string") {
@@ -119,7 +120,7 @@ export function detailsOf(answer) {
   if (typeof answer.stopReason === "string") out.stop_reason = answer.stopReason;
   if (answer.whileThinking === true) out.while_thinking = true;
   if (answer.usage && typeof answer.usage === "object") out.usage = answer.usage;
-  for (const [from, to] of [["ms", "ms"], ["writingMs", "writing_ms"], ["thinkingMs", "reasoning_ms"]]) {
+  for (const [from, to] of [["ms", "ms"], ["writingMs", "writing_ms"], ["thinkingMs", "reasoning_ms"], ["at", "at"]]) {
     if (Number.isInteger(answer[from]) && answer[from] >= 0) out[to] = answer[from];
   }
   if (answer.error?.code) out.error = { code: answer.error.code, message: String(answer.error.message ?? "") };

@@ -6,7 +6,7 @@ GET /api/v1/conversations/{id}, and carried by a client into a fork (POST
 answer as it was drawn while it streamed.
 
 The times are the conversation object's: from the message's arrival to the answer's end, from
-its first token to its end, and from its first thought to its last.
+its first token to its end, and from its first thought to its last; `at` is when it ended (ms since the epoch).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from base.errors import ApiError, invalid
 Clock = Callable[[], float]  # seconds
 DETAILS_FIELD = "details"
 MAX_DETAILS_BYTES = 2048  # one answer's details as JSON, from a client
-_TIMES = ("ms", "writing_ms", "reasoning_ms")
+_TIMES = ("ms", "writing_ms", "reasoning_ms", "at")
 _STRINGS = ("model", "stop_reason")
 
 
@@ -49,6 +49,7 @@ class Timing:
     def times(self) -> dict[str, int]:
         now = self._clock()
         out = {
+            "at": _ms(now),  # when it ended, ms since the epoch
             "ms": _ms(now - self.started),
             "writing_ms": _ms(now - self.first) if self.first is not None else 0,
         }

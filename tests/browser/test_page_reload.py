@@ -65,6 +65,7 @@ def test_finished_answers_are_drawn_the_same_after_a_reload_and_in_a_second_tab(
     )
     expect(first.locator(".usage")).to_contain_text("tokens/s")
     expect(first.locator(".by")).to_contain_text("gpt-oss")
+    expect(first.locator(".by time")).to_have_text(re.compile(r"\d"))  # when it was written
     expect(page.locator(".msg.assistant").last.locator(".by")).not_to_have_text("")
     expect(page.locator(".msg.assistant").last.locator(".usage")).to_contain_text("tokens")
     shot(page, f"reload-before-{'durable' if durable else 'local'}")

@@ -36,6 +36,7 @@ def test_the_times_are_the_whole_answer_its_writing_and_its_thinking() -> None:
         "model": "m",
         "stop_reason": "stop",
         "usage": usage,
+        "at": 101850,
         "ms": 1850,
         "writing_ms": 1600,
         "reasoning_ms": 500,
@@ -44,6 +45,7 @@ def test_the_times_are_the_whole_answer_its_writing_and_its_thinking() -> None:
     assert failed == {
         "model": "m",
         "error": {"code": "x", "message": "y"},
+        "at": 101850,
         "ms": 0,
         "writing_ms": 0,
     }

@@ -270,7 +270,7 @@ def test_an_answer_is_kept_with_its_details_model_ending_usage_and_times() -> No
     pipe.finish()
     wiring.settle()
     details = r.store.messages()[-1]["details"]
-    times = {k: details.pop(k) for k in ("ms", "writing_ms")}
+    times = {k: details.pop(k) for k in ("ms", "writing_ms", "at")}
     assert details == {"model": GEMMA, "stop_reason": "stop"}, details
     assert all(isinstance(v, int) and v >= 0 for v in times.values()), times
     assert times["writing_ms"] <= times["ms"], times
