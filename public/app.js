@@ -576,6 +576,7 @@ async function convertDocument(file, type) {
   attachments.hidden = false;
   const reading = el("li", { class: "file-chip reading", role: "status" }, el("span", { class: "file-name" }, `Reading ${file.name}…`));
   attachments.append(reading);
+  readingDocuments++;
   try {
     const response = await fetch("/api/v1/files/markdown", { method: "POST", headers: { "content-type": type, "x-file-name": encodeURIComponent(file.name) }, body: file });
     const json = await response.json().catch(() => null);
@@ -586,9 +587,11 @@ async function convertDocument(file, type) {
   } catch (err) {
     return `“${file.name}” could not be read: the service was not reachable (${err.message}).`;
   } finally {
+    readingDocuments--;
     reading.remove();
   }
 }
+let readingDocuments = 0;   // documents being converted: the message waits for them
 
 async function addTextFiles(files) {
   if (off) { showComposerError("The chat is turned off for now."); return; }
@@ -1058,7 +1061,8 @@ async function endAnswer(chat, div, answer) {
 form.addEventListener("submit", (event) => {
   event.preventDefault();
   const content = prompt.value;
-  if ((!content.trim() && pending.length === 0 && pendingFiles.length === 0) || inFlight || off) return;
+  if ((!content.trim() && pending.length === 0 && pendingFiles.length === 0 && readingDocuments === 0) || inFlight || off) return;
+  if (readingDocuments > 0) { showComposerError("A document is still being read: send the message once it shows as attached."); return; }
   const chars = countChars(withFiles(content, pendingFiles));
   if (chars > limits.maxMessageChars) {
     showComposerError(`This message${pendingFiles.length ? ", with its files," : ""} is ${chars.toLocaleString("en-US")} characters; the service takes at most ${limits.maxMessageChars.toLocaleString("en-US")}. Shorten it${pendingFiles.length ? " or remove a file" : ""} to send it.`);
