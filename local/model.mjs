@@ -80,6 +80,7 @@ import crypto from "node:crypto";
 import http from "node:http";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
+import zlib from "node:zlib";
 
 const encoder = new TextEncoder();
 const FILLER = ["stream", "edge", "token", "relay", "python", "worker", "event", "byte"];
@@ -444,6 +445,30 @@ async function readBody(req) {
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
+// The text of a simple PDF, as env.AI.toMarkdown's stand-in reads it: the strings its content
+// streams show (Tj, TJ, ' and "; FlateDecode inflated), a line per text block. Real PDFs with
+// embedded fonts and their own encodings need Cloudflare's conversion; this is for the tests.
+export function pdfText(buf) {
+  const raw = buf.toString("latin1");
+  const lines = [];
+  const head = /<<((?:[^<>]|<<[^]*?>>)*)>>\s*stream\r?\n/g;
+  for (let m = head.exec(raw); m; m = head.exec(raw)) {
+    const start = m.index + m[0].length;
+    const end = raw.indexOf("endstream", start);
+    if (end < 0) break;
+    let data = buf.subarray(start, end);
+    if (/\/FlateDecode/.test(m[1])) {
+      try { data = zlib.inflateSync(data); } catch { continue; }
+    }
+    const text = data.toString("latin1");
+    for (const block of text.split(/\bET\b/)) {
+      const strings = [...block.matchAll(/\(((?:\\.|[^\\)])*)\)/g)].map((s) => s[1].replace(/\\([nrt()\\])/g, (_, c) => ({ n: "\n", r: "\r", t: "\t" })[c] ?? c));
+      if (strings.length) lines.push(strings.join(""));
+    }
+  }
+  return lines.join("\n\n");
+}
+
 export function startModel({ port = 0, paceMs = 40 } = {}) {
   const calls = [];
   let seq = 0;
@@ -596,6 +621,27 @@ export function startModel({ port = 0, paceMs = 40 } = {}) {
     res.end();
   }
 
+  // POST /to-everything/markdown/transformer: what env.AI.toMarkdown() sends (workerd's
+  // ToMarkdownService, base64 files), answered as Cloudflare answers: {result: [{name,
+  // mimeType, format: "markdown", tokens, data} or {format: "error", error}]}. PDFs through
+  // pdfText, text as it is; anything else is an error result. Recorded in /__local/calls.
+  async function toMarkdown(req, res) {
+    const { files = [] } = JSON.parse(await readBody(req) || "{}");
+    const result = files.map((f, i) => {
+      const bytes = Buffer.from(String(f.data ?? ""), "base64");
+      const base = { id: String(i), name: f.name, mimeType: f.mimeType };
+      if (f.mimeType === "application/pdf") {
+        if (!bytes.subarray(0, 5).equals(Buffer.from("%PDF-"))) return { ...base, format: "error", error: "The file is not a valid PDF." };
+        const data = pdfText(bytes);
+        return { ...base, format: "markdown", tokens: data.split(/\s+/).filter(Boolean).length, data };
+      }
+      if (String(f.mimeType).startsWith("text/")) return { ...base, format: "markdown", tokens: 0, data: bytes.toString("utf8") };
+      return { ...base, format: "error", error: `Unsupported file type: ${f.mimeType}` };
+    });
+    calls.push({ seq: ++seq, model: "toMarkdown", inputs: { files: files.map((f) => ({ name: f.name, mimeType: f.mimeType, bytes: Buffer.from(String(f.data ?? ""), "base64").length })) }, result, closedAt: now() });
+    sendJson(res, 200, { success: true, result });
+  }
+
   const server = http.createServer((req, res) => {
     const url = new URL(req.headers["mf-url"] ?? req.url, "http://model.local");
     if (req.method === "GET" && url.pathname === "/__local/calls") return sendJson(res, 200, calls);
@@ -615,6 +661,9 @@ export function startModel({ port = 0, paceMs = 40 } = {}) {
     }
     if (req.method === "POST" && (url.pathname === "/run" || url.pathname === "/ai-gateway/run")) {
       return run(req, res, url.pathname).catch((err) => { console.error(err); if (!res.headersSent) sendJson(res, 500, { internalCode: 5000, description: "built-in model crashed", name: "InferenceUpstreamError" }); else res.destroy(); });
+    }
+    if (req.method === "POST" && url.pathname === "/to-everything/markdown/transformer") {
+      return toMarkdown(req, res).catch((err) => sendJson(res, 400, { success: false, errors: [{ code: 1000, message: String(err) }] }));
     }
     // Anything else (miniflare's RPC websocket for non-fetch calls included) is not served.
     sendJson(res, 404, { internalCode: 5007, description: `no route ${req.method} ${url.pathname}`, name: "InferenceUpstreamError" });

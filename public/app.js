@@ -5,16 +5,17 @@
 // the four image types (IMAGE_DATA_URL), checked again where they are drawn.
 import { ChatError, streamChat } from "./chat-client.js";
 import {
-  createConversation, deleteConversation, getConversation, listConversations, resumeConversation, stopConversation,
+  createConversation, deleteConversation, getConversation, keepBranches, listConversations, resumeConversation, stopConversation,
   streamConversation, useOwnerToken,
 } from "./conversation-client.js";
 import {
-  DURABLE_KEY, OWNER_KEY, chatFromServer, historyAfter, listedEntries, loadDurable, loadOwnerToken, needsFork, ownerToken,
-  saveDurable,
+  DURABLE_KEY, OWNER_KEY, applyDetails, branchesOf, chatFromServer, historyAfter, historyDetails, listedEntries, loadDurable,
+  loadOwnerToken, needsFork, ownerToken, saveDurable,
 } from "./durable-chats.js";
 import {
   CONTINUE_PROMPT, DEFAULT_LIMITS, IMAGE_DATA_URL, IMAGE_TYPES, capabilitiesFrom, chatTitle, chatToJSON, chatToMarkdown,
-  checkImages, cleanSettings, countChars, currentChat, deleteChat, describeError, editMessage, fitConversation,
+  checkImages, checkTextFile, cleanSettings, countChars, currentChat, deleteChat, describeError, editMessage, fitConversation,
+  isTextFile, withFiles,
   imageBytes, limitsFrom, loadDefaults, loadState, modelLabels, newId, reasoningFrom, regenerateFrom, renameChat,
   restoreChat, saveDefaults, saveState, searchChats, selectChat, sendableMessages, settingsBody, startChat,
   switchVersion, thoughtFor, touchChat, usageLine, versionOf,
@@ -30,6 +31,8 @@ const storageNote = $("storage-note"), jump = $("jump"), search = $("search"), t
 const settings = $("settings"), shortcuts = $("shortcuts"), offBanner = $("off-banner"), scrim = $("scrim");
 
 const EMPTY_TEXT = "Ask anything. Answers stream in as they are written.";
+// The owner's settings (GET /api/v1/models `page`: CHAT_TITLE, SYSTEM_PROMPT, CHAT_SUGGESTIONS).
+let owned = { title: document.title, systemPrompt: "", suggestions: [] };
 const state = loadState(localStorage);
 let limits = { ...DEFAULT_LIMITS };
 let reasoning = [];
@@ -40,6 +43,7 @@ let owner = null;          // this browser's owner token (durable chats only): S
 let durable = false;       // the chats are durable conversations (GET /api/v1/models says so): durable-chats.js
 let editingId = null;
 let pending = [];          // images attached to the message being written: { name, type, bytes, url }
+let pendingFiles = [];     // files of text attached to it: { name, type, bytes, text } (chat-core.js withFiles)
 let undo = null;           // { chat, index, timer }
 let defaults = loadDefaults(localStorage);   // the settings new chats start with
 let ready = false;         // GET /api/v1/models has answered (or failed): until then an answer waits (waitForModels)
@@ -48,7 +52,9 @@ const modelsReady = new Promise((resolve) => { markReady = () => { if (!ready) {
 const early = new Set();   // chats written in before it answered: kept when the chats turn out durable
 let off = false;           // the service's kill switch is on (503 ai_unavailable): the composer is closed
 const phone = matchMedia("(max-width: 760px)");
-const PROMPT_TEXT = prompt.placeholder;
+// A phone's message box is one short line: its placeholder must not wrap.
+const promptText = () => (phone.matches ? "Message" : prompt.dataset.placeholder);
+prompt.dataset.placeholder = prompt.placeholder;
 /** A new chat (or the empty current one), with the settings new chats start with. */
 const begin = () => startChat(state, Date.now(), defaults);
 
@@ -246,7 +252,7 @@ function newChat() {
 function drawChat() {
   const chat = currentChat(state);
   log.replaceChildren();
-  if (!chat || chat.messages.length === 0) log.append(el("p", { class: "empty", id: "empty" }, EMPTY_TEXT));
+  if (!chat || chat.messages.length === 0) log.append(emptyView());
   else for (const m of chat.messages) log.append(messageView(chat, m));
   if (chat?.model && [...modelSelect.options].some((o) => o.value === chat.model)) modelSelect.value = chat.model;
   modelSelect.title = currentModel();
@@ -256,13 +262,63 @@ function drawChat() {
   updateJump();
 }
 
+/** The empty chat: the chat's name, what it does, and the owner's suggestions to click. */
+function emptyView() {
+  const box = el("div", { class: "empty", id: "empty" }, el("h2", {}, owned.title), el("p", {}, EMPTY_TEXT));
+  if (owned.suggestions.length) {
+    const list = el("ul", { class: "suggestions", "aria-label": "Suggestions" });
+    for (const text of owned.suggestions) {
+      const b = el("button", { type: "button", class: "suggestion" }, text);
+      b.addEventListener("click", () => {
+        if (inFlight || off) return;
+        prompt.value = text;
+        form.requestSubmit();
+      });
+      list.append(el("li", {}, b));
+    }
+    box.append(list);
+  }
+  return box;
+}
+
 function actionButton(label, text, onClick) {
   const b = el("button", { type: "button", "aria-label": label }, text);
   b.addEventListener("click", onClick);
   return b;
 }
 
+// Icons of the actions under a message (24-unit paths, drawn with currentColor).
+const ICONS = {
+  copy: "M9 9h10v11H9z M5 15V4h10",
+  edit: "M4 20h4L19 9l-4-4L4 16z M13.5 6.5l4 4",
+  again: "M20 11a8 8 0 1 0-2.3 5.7 M20 4v7h-7",
+  more: "M5 12h14 M13 6l6 6-6 6",
+};
+function icon(name) {
+  const svg = document.createElementNS("http://www.w3.org/2000/svg", "svg");
+  svg.setAttribute("viewBox", "0 0 24 24");
+  svg.setAttribute("width", "16");
+  svg.setAttribute("height", "16");
+  svg.setAttribute("aria-hidden", "true");
+  const path = document.createElementNS("http://www.w3.org/2000/svg", "path");
+  path.setAttribute("d", ICONS[name]);
+  for (const [k, v] of Object.entries({ fill: "none", stroke: "currentColor", "stroke-width": "1.8", "stroke-linecap": "round", "stroke-linejoin": "round" })) path.setAttribute(k, v);
+  svg.append(path);
+  return svg;
+}
+/** A small icon button of a message's actions; its name is its label (and tooltip). */
+function iconAction(label, name, onClick) {
+  const b = el("button", { type: "button", class: "icon-action", "aria-label": label, title: label }, icon(name));
+  b.addEventListener("click", onClick);
+  return b;
+}
+
 async function copyText(text, button) {
+  if (button.classList.contains("icon-action")) {   // an icon: a tick for a moment, the words read out
+    try { await navigator.clipboard.writeText(text); button.classList.add("done"); announce("Copied to the clipboard."); } catch { announce("Copying failed: the browser did not allow it."); }
+    setTimeout(() => button.classList.remove("done"), 1500);
+    return;
+  }
   try {
     await navigator.clipboard.writeText(text);
     button.textContent = "Copied";
@@ -283,6 +339,14 @@ function imagesView(images) {
   return box;
 }
 
+const sizeOf = (n) => (n < 1024 ? `${n} B` : n < 1048576 ? `${Math.round(n / 1024)} KB` : `${(n / 1048576).toFixed(1)} MB`);
+/** A message's files of text, each a chip: its name and size (its text went to the model). */
+function filesView(files) {
+  const list = el("ul", { class: "files", "aria-label": "Attached files" });
+  for (const f of files) list.append(el("li", { class: "file-chip", title: f.name }, el("span", { class: "file-name" }, f.name), el("span", { class: "file-size" }, sizeOf(f.bytes ?? 0))));
+  return list;
+}
+
 /** ‹ 2 / 3 › under a message that has versions. */
 function versionsView(chat, m) {
   const { index, count } = versionOf(m);
@@ -292,6 +356,7 @@ function versionsView(chat, m) {
     const at = chat.messages.indexOf(m);
     switchVersion(chat, m.id, to);
     save();
+    shareBranches(chat);
     drawChat();
     const again = log.querySelector(`[data-id="${chat.messages[at].id}"] .versions`);
     (again?.querySelector(`[aria-label="${which}"]:not(:disabled)`) ?? again?.querySelector("button:not(:disabled)"))?.focus();
@@ -307,11 +372,12 @@ function messageView(chat, m) {
   if (m.role === "assistant") return assistantView(chat, m);
   const div = el("article", { class: `msg ${m.role}${m.rejected ? " rejected" : ""}`, "data-id": m.id, "aria-label": m.role === "user" ? "You said" : "System" });
   if (m.images?.length) div.append(imagesView(m.images));
-  div.append(el("div", { class: "text" }, m.content));
+  if (m.files?.length) div.append(filesView(m.files));
+  if (m.content || !m.files?.length) div.append(el("div", { class: "text" }, m.content));
   if (m.rejected) div.append(el("p", { class: "note" }, "Not sent to the model."));
   if (m.role === "user") {
-    const copy = actionButton("Copy message", "Copy", (e) => copyText(m.content, e.currentTarget));
-    const edit = actionButton("Edit and resend", "Edit", () => startEdit(m));
+    const copy = iconAction("Copy message", "copy", (e) => copyText(m.content, e.currentTarget));
+    const edit = iconAction("Edit and resend", "edit", () => startEdit(m));
     const actions = el("div", { class: "actions" }, copy, edit);
     const versions = versionsView(chat, m);
     if (versions) actions.prepend(versions);
@@ -322,16 +388,30 @@ function messageView(chat, m) {
 
 function thinkingView(m) {
   const text = el("div", { class: "thinking-text" }, m.thinking ?? "");
-  const summary = el("summary", {}, m.thinkingMs === undefined ? "Thinking…" : thoughtFor(m.thinkingMs));
+  // A finished answer whose time was not kept (stored before it was) has thought, not "is thinking".
+  const said = m.thinkingMs !== undefined ? thoughtFor(m.thinkingMs) : m.outcome ? "Thought" : "Thinking…";
+  const summary = el("summary", {}, said);
   return el("details", { class: "thinking" }, summary, text);
+}
+
+/** The name of the model that wrote an answer, and when it ended, above it (the id in its tooltip). */
+function byView(model, at) {
+  const by = el("p", { class: "by", title: model ?? "" }, el("span", { class: "by-model", "data-model": model ?? "" }, model ? modelName(model) : ""));
+  if (Number.isInteger(at)) {
+    const when = new Date(at);
+    by.append(el("time", { dateTime: when.toISOString(), title: when.toLocaleString() }, when.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" })));
+  }
+  return by;
 }
 
 function assistantView(chat, m) {
   const div = el("article", { class: "msg assistant", "data-id": m.id, "aria-label": "Answer" });
   if (m.outcome) div.dataset.outcome = m.outcome;
+  div.append(byView(m.model, m.at));
   if (m.thinking) div.append(thinkingView(m));
   const text = el("div", { class: "text markdown" });
-  if (m.content) text.append(renderMarkdown(m.content));
+  // Drawn by the renderer that drew it streaming, at its end: the same parts, the same DOM.
+  new StreamingMarkdown(text, m.content ?? "").flush(true);
   div.append(text);
   finishView(chat, div, m);
   return div;
@@ -340,6 +420,7 @@ function assistantView(chat, m) {
 /** Notes, error text and buttons under an answer that has ended. */
 function finishView(chat, div, m) {
   div.classList.remove("streaming");
+  div.querySelector(".by")?.replaceWith(byView(m.model, m.at));   // the model that wrote it, and when
   if (m.outcome) div.dataset.outcome = m.outcome;
   const notes = [];
   if (m.trimmed) {
@@ -368,8 +449,8 @@ function finishView(chat, div, m) {
   const usage = m.ms !== undefined ? usageLine(m.usage, m.ms, m.writingMs) : "";
   if (usage) div.append(el("p", { class: "usage" }, usage));
   if (m.outcome !== "failed" && m.outcome !== "cut") {
-    const copy = actionButton("Copy answer", "Copy", (e) => copyText(m.content, e.currentTarget));
-    const again = actionButton("Regenerate answer", "Regenerate", () => regenerate(chat, m.id));
+    const copy = iconAction("Copy answer", "copy", (e) => copyText(m.content, e.currentTarget));
+    const again = iconAction("Regenerate answer", "again", () => regenerate(chat, m.id));
     const actions = el("div", { class: "actions" }, copy, again);
     if (cutShort && last) actions.append(actionButton("Continue the answer", "Continue", () => continueAnswer(chat, m)));
     const versions = versionsView(chat, m);
@@ -384,6 +465,7 @@ function startEdit(m) {
   editingId = m.id;
   prompt.value = m.content;
   pending = (m.images ?? []).filter((i) => i.url);
+  pendingFiles = (m.files ?? []).map((f) => ({ ...f }));
   drawAttachments();
   editing.hidden = false;
   prompt.focus();
@@ -395,6 +477,7 @@ function cancelEdit() {
   editing.hidden = true;
   prompt.value = "";
   pending = [];
+  pendingFiles = [];
   drawAttachments();
 }
 
@@ -413,8 +496,9 @@ function drawModels() {
     option.title = said.length ? `${option.value} (${said.join(", ")})` : option.value;
   }
   modelSelect.title = currentModel();
+  for (const by of log.querySelectorAll(".by-model[data-model]")) if (by.dataset.model) by.textContent = modelName(by.dataset.model);
 }
-phone.addEventListener("change", drawModels);
+phone.addEventListener("change", () => { drawModels(); if (!off) prompt.placeholder = promptText(); });
 
 // ---- images -------------------------------------------------------------------------------
 /** Why the composer takes no image now, or null when it does. */
@@ -435,7 +519,16 @@ function drawImageControls() {
 
 function drawAttachments() {
   attachments.replaceChildren();
-  attachments.hidden = pending.length === 0;
+  attachments.hidden = pending.length === 0 && pendingFiles.length === 0;
+  pendingFiles.forEach((file, i) => {
+    const remove = el("button", { type: "button", class: "remove-file", "aria-label": `Remove file: ${file.name}` }, "✕");
+    remove.addEventListener("click", () => {
+      pendingFiles.splice(i, 1);
+      drawAttachments();
+      (attachments.querySelector(".remove-file, .remove") ?? prompt).focus();
+    });
+    attachments.append(el("li", { class: "file-chip", title: file.name }, el("span", { class: "file-name" }, file.name), el("span", { class: "file-size" }, sizeOf(file.bytes)), remove));
+  });
   pending.forEach((image, i) => {
     const remove = el("button", { type: "button", class: "remove", "aria-label": `Remove image: ${image.name}` }, "✕");
     remove.addEventListener("click", () => {
@@ -454,6 +547,75 @@ const readAsDataURL = (file) => new Promise((resolve, reject) => {
   reader.onerror = () => reject(reader.error);
   reader.readAsDataURL(file);
 });
+
+/** Files dropped or pasted: images as images, files of text as text, the rest refused in words. */
+async function addFiles(files) {
+  const all = [...files];
+  const images = all.filter((f) => f.type.startsWith("image/"));
+  const texts = all.filter((f) => !f.type.startsWith("image/"));
+  if (texts.length) await addTextFiles(texts);
+  if (images.length && composerError.hidden) await addImages(images);
+}
+
+// Documents Workers AI converts to Markdown (POST /api/v1/files/markdown, the AI binding's
+// toMarkdown): by type, or by name when the browser names no type.
+const DOCUMENTS = {
+  pdf: "application/pdf",
+  docx: "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+  xlsx: "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+  odt: "application/vnd.oasis.opendocument.text",
+  ods: "application/vnd.oasis.opendocument.spreadsheet",
+};
+const DOCUMENT_BYTES = 10 * 1024 * 1024;
+const documentType = (file) => (Object.values(DOCUMENTS).includes(file.type) ? file.type : DOCUMENTS[/\.(\w+)$/.exec(file.name)?.[1]?.toLowerCase()] ?? null);
+
+/** A document as a file of text (its Markdown), or why it could not be, in words. */
+async function convertDocument(file, type) {
+  if (file.size > DOCUMENT_BYTES) return `“${file.name}” is ${sizeOf(file.size)}; a document can be up to ${sizeOf(DOCUMENT_BYTES)} to be read.`;
+  showComposerError("");
+  attachments.hidden = false;
+  const reading = el("li", { class: "file-chip reading", role: "status" }, el("span", { class: "file-name" }, `Reading ${file.name}…`));
+  attachments.append(reading);
+  readingDocuments++;
+  try {
+    const response = await fetch("/api/v1/files/markdown", { method: "POST", headers: { "content-type": type, "x-file-name": encodeURIComponent(file.name) }, body: file });
+    const json = await response.json().catch(() => null);
+    if (!response.ok) return `“${file.name}” could not be read: ${json?.message ?? `HTTP ${response.status}`}`;
+    const text = String(json.markdown ?? "");
+    if (!text.trim()) return `“${file.name}” has no text to read (a scanned document, perhaps).`;
+    return { name: file.name, type, bytes: file.size, text };
+  } catch (err) {
+    return `“${file.name}” could not be read: the service was not reachable (${err.message}).`;
+  } finally {
+    readingDocuments--;
+    reading.remove();
+  }
+}
+let readingDocuments = 0;   // documents being converted: the message waits for them
+
+async function addTextFiles(files) {
+  if (off) { showComposerError("The chat is turned off for now."); return; }
+  for (const file of files) {
+    const document = documentType(file);
+    if (document) {
+      const converted = await convertDocument(file, document);
+      if (typeof converted === "string") { showComposerError(converted); return; }
+      pendingFiles.push(converted);
+      continue;
+    }
+    if (!isTextFile(file.name, file.type)) {
+      showComposerError(`“${file.name || "The file"}” is neither an image nor a file of text: attach text, Markdown, code, CSV or JSON files, or PNG, JPEG, GIF or WebP images.`);
+      return;
+    }
+    const text = file.size <= 4 * 1024 * 1024 ? await file.text() : "";
+    const read = { name: file.name || "pasted text", type: file.type || "text/plain", bytes: file.size, text };
+    const problem = checkTextFile(read);
+    if (problem) { showComposerError(problem); return; }
+    pendingFiles.push(read);
+  }
+  showComposerError("");
+  drawAttachments();
+}
 
 async function addImages(files) {
   const images = [...files];
@@ -478,11 +640,14 @@ attach.addEventListener("click", () => {
   else fileInput.click();
 });
 fileInput.addEventListener("change", () => { addImages(fileInput.files); fileInput.value = ""; });
+const textInput = $("text-file");
+$("attach-text").addEventListener("click", () => { if (off) showComposerError("The chat is turned off for now."); else textInput.click(); });
+textInput.addEventListener("change", async () => { await addTextFiles(textInput.files); textInput.value = ""; });
 prompt.addEventListener("paste", (event) => {
-  const files = [...(event.clipboardData?.files ?? [])].filter((f) => f.type.startsWith("image/"));
+  const files = [...(event.clipboardData?.files ?? [])];
   if (files.length === 0) return;
   event.preventDefault();
-  addImages(files);
+  addFiles(files);
 });
 form.addEventListener("dragover", (event) => { if (event.dataTransfer?.types.includes("Files")) { event.preventDefault(); form.classList.add("dropping"); } });
 form.addEventListener("dragleave", () => form.classList.remove("dropping"));
@@ -490,7 +655,7 @@ form.addEventListener("drop", (event) => {
   form.classList.remove("dropping");
   if (!event.dataTransfer?.files.length) return;
   event.preventDefault();
-  addImages(event.dataTransfer.files);
+  addFiles(event.dataTransfer.files);
 });
 
 // ---- sending ------------------------------------------------------------------------------
@@ -523,7 +688,7 @@ function continueAnswer(chat, answer) {
 function streamingView(answer) {
   const div = el("article", { class: "msg assistant streaming", "data-id": answer.id, "aria-label": "Answer" });
   const textBox = el("div", { class: "text markdown" });
-  div.append(textBox);
+  div.append(byView(answer.model), textBox);
   return { div, textBox };
 }
 
@@ -547,6 +712,7 @@ async function ask(chat, { versions = {}, continuing = null } = {}) {
     answer = { id: newId(), role: "assistant", content: "", outcome: null, ...versions };
     chat.messages.push(answer);
   }
+  answer.model = currentModel();   // ask() runs once the models are known (waitForModels)
   delete answer.trimmed;
   if (fit.dropped || fit.shortened || fit.imagesDropped) answer.trimmed = { dropped: fit.dropped, shortened: fit.shortened, imagesDropped: fit.imagesDropped };
   const unsentImages = vision ? 0 : chat.messages.reduce((n, m) => n + (m.role === "user" && !m.rejected ? m.images?.length ?? 0 : 0), 0);
@@ -568,6 +734,7 @@ async function ask(chat, { versions = {}, continuing = null } = {}) {
   const result = await followAnswer(chat, answer, div, textBox, continuing, (signal, callbacks) => (durable
     ? durableTurn(chat, fit.messages, body, signal, callbacks)
     : streamChat({ messages: fit.messages, ...body }, { signal, ...callbacks })));
+  if (durable) await keptDetails(chat, answer, result);
   if (result.error?.code === "ai_unavailable") setOff(true);
   if (result.error) {
     const said = describeError(answer.error, limits);
@@ -621,7 +788,7 @@ async function followAnswer(chat, answer, div, textBox, continuing, run) {
   // scrolled up stays where they are.
   const follow = (draw) => { const stick = nearBottom(); draw(); keepInView(stick); updateJump(); };
   const md = new StreamingMarkdown(textBox, before, { frame: follow });
-  if (continuing && answer.thinking) div.prepend(thinkingView(answer));
+  if (continuing && answer.thinking) div.querySelector(".by").after(thinkingView(answer));
   let thinking = null, thinkingStarted = 0, thinkingEnded = 0, firstAt = 0, thought = "";
   const started = performance.now();
   const result = await run(controller.signal, {
@@ -631,7 +798,7 @@ async function followAnswer(chat, answer, div, textBox, continuing, run) {
         thinkingStarted = performance.now();
         const view = thinkingView({});
         view.open = true;            // the reasoning is visible while it streams
-        div.prepend(view);
+        div.querySelector(".by").after(view);
         thinking = view.querySelector(".thinking-text").appendChild(document.createTextNode(""));
       }
       // Drawn once per frame, as the answer is: a layout per token would hold the page up.
@@ -656,8 +823,9 @@ async function followAnswer(chat, answer, div, textBox, continuing, run) {
   Object.assign(answer, {
     content: before + result.text, outcome, stopReason: result.stopReason, whileThinking: result.whileThinking,
   });
+  if (result.model) answer.model = result.model;   // a fallback answered
   const usage = result.usage && continuing?.usage ? { ...result.usage, completion_tokens: (result.usage.completion_tokens ?? 0) + (continuing.usage.completion_tokens ?? 0) } : result.usage;
-  Object.assign(answer, { usage: usage ?? null, ms: Math.round(ended - started) + (continuing?.ms ?? 0), writingMs: Math.round(firstAt ? ended - firstAt : 0) + (continuing?.writingMs ?? 0) });
+  Object.assign(answer, { usage: usage ?? null, ms: Math.round(ended - started) + (continuing?.ms ?? 0), writingMs: Math.round(firstAt ? ended - firstAt : 0) + (continuing?.writingMs ?? 0), at: Date.now() });
   if (result.thinking) Object.assign(answer, { thinking: (continuing?.thinking ?? "") + result.thinking, thinkingMs: Math.round(thinkingEnded - thinkingStarted) });
   if (result.error) {
     const { code, message, status, retryAfter } = result.error;
@@ -676,7 +844,7 @@ async function durableTurn(chat, messages, body, signal, callbacks, again = true
   if (needsFork(chat, history)) {
     try {
       const old = chat.conversation;
-      chat.conversation = await createConversation({ messages: history, model: body.model });
+      chat.conversation = await createConversation({ messages: history, details: historyDetails(chat, history), model: body.model });
       chat.serverMessages = history;
       save();   // the list has the id before the answer starts: a reload finds it
       if (old) deleteConversation(old).catch(() => {});
@@ -697,6 +865,28 @@ async function durableTurn(chat, messages, body, signal, callbacks, again = true
   return result;
 }
 
+/**
+ * What the conversation kept under the answer that just ended (its model, ending, usage and
+ * times: durable-chats.js applyDetails) replaces what this page measured, so that it is drawn
+ * now as it will be after a reload or in another tab. The answer is filed as its turn ends,
+ * a moment after its last event: asked again until the conversation says it is not streaming.
+ */
+async function keptDetails(chat, answer, result) {
+  const filed = result.outcome === "complete" || result.outcome === "aborted" || (result.outcome === "failed" && result.error?.status === 200);
+  if (!filed || !chat.conversation || chat.stale) return;
+  for (let attempt = 0; attempt < 8; attempt++) {
+    let got;
+    try { got = await getConversation(chat.conversation); } catch { return; }
+    if (!got) return;
+    const last = got.messages?.at(-1);
+    if (!got.streaming) {
+      if (last?.role === "assistant" && last.details && last.content === answer.content) applyDetails(answer, last.details);
+      return;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100 * (attempt + 1)));
+  }
+}
+
 /** The answer the chat's conversation is writing (or last wrote), read from its start, in place. */
 async function resumeAnswer(chat) {
   const answer = { id: newId(), role: "assistant", content: "", outcome: null };
@@ -707,6 +897,7 @@ async function resumeAnswer(chat) {
   log.scrollTop = log.scrollHeight;
   const result = await followAnswer(chat, answer, div, textBox, null,
     (signal, callbacks) => resumeConversation(chat.conversation, null, { signal, ...callbacks }));
+  await keptDetails(chat, answer, result);
   const history = chat.serverMessages;
   const question = history?.at(-1);
   chat.serverMessages = question?.role === "user" && result.outcome !== "aborted" ? historyAfter(history.slice(0, -1), question.content, result) : null;
@@ -776,7 +967,7 @@ async function loadConversation(chat) {
   drawChat();
   if (inFlight) return;
   if (got.streaming || chat.messages.at(-1)?.role === "user") resumeAnswer(chat);
-  else if (chat.messages.at(-1)?.role === "assistant") readEnding(chat);
+  else if (chat.messages.at(-1)?.role === "assistant" && !chat.messages.at(-1).model) readEnding(chat);   // kept before details were
 }
 
 /**
@@ -836,6 +1027,14 @@ function stopAnswer() {
 
 const nextTask = () => new Promise((resolve) => setTimeout(resolve, 0));
 
+/** A durable chat's versions, kept in its conversation (a reload and other tabs show them). */
+function shareBranches(chat) {
+  if (!durable || !chat.conversation) return;
+  const branches = branchesOf(chat);
+  if (branches || chat.sharedBranches) keepBranches(chat.conversation, branches).catch(() => {});
+  chat.sharedBranches = branches !== null;
+}
+
 /** The end of an answer, in a few tasks: after a long answer each costs a layout of all of it. */
 async function endAnswer(chat, div, answer) {
   const stick = nearBottom();
@@ -845,6 +1044,7 @@ async function endAnswer(chat, div, answer) {
   if (details) details.open = false;
   finishView(chat, div, answer);
   touchChat(state, chat);
+  shareBranches(chat);
   keepInView(stick);
   prompt.focus();
   await nextTask();
@@ -861,10 +1061,11 @@ async function endAnswer(chat, div, answer) {
 form.addEventListener("submit", (event) => {
   event.preventDefault();
   const content = prompt.value;
-  if ((!content.trim() && pending.length === 0) || inFlight || off) return;
-  const chars = countChars(content);
+  if ((!content.trim() && pending.length === 0 && pendingFiles.length === 0 && readingDocuments === 0) || inFlight || off) return;
+  if (readingDocuments > 0) { showComposerError("A document is still being read: send the message once it shows as attached."); return; }
+  const chars = countChars(withFiles(content, pendingFiles));
   if (chars > limits.maxMessageChars) {
-    showComposerError(`This message is ${chars.toLocaleString("en-US")} characters; the service takes at most ${limits.maxMessageChars.toLocaleString("en-US")}. Shorten it to send it.`);
+    showComposerError(`This message${pendingFiles.length ? ", with its files," : ""} is ${chars.toLocaleString("en-US")} characters; the service takes at most ${limits.maxMessageChars.toLocaleString("en-US")}. Shorten it${pendingFiles.length ? " or remove a file" : ""} to send it.`);
     return;
   }
   if (pending.length) {
@@ -878,21 +1079,24 @@ form.addEventListener("submit", (event) => {
   }
   showComposerError("");
   const images = pending.map((i) => ({ ...i }));
+  const files = pendingFiles.map((f) => ({ ...f }));
   let chat = currentChat(state) ?? begin();
   if (!ready) early.add(chat);
   if (editingId !== null) {
-    editMessage(chat, editingId, content, images);
+    editMessage(chat, editingId, content, images, files);
     editingId = null;
     editing.hidden = true;
     drawChat();
   } else {
     const message = { id: newId(), role: "user", content };
+    if (files.length) message.files = files;
     if (images.length) message.images = images;
     chat.messages.push(message);
     $("empty")?.remove();
     log.append(messageView(chat, message));
   }
   pending = [];
+  pendingFiles = [];
   drawAttachments();
   touchChat(state, chat);
   save();
@@ -940,11 +1144,14 @@ $("shortcuts-open").addEventListener("click", openShortcuts);
 // Two panels of the same three fields: "This chat" (#system, ...) and "New chats" (#default-system, ...).
 const fieldsOf = (prefix) => ({ system: $(`${prefix}system`), temperature: $(`${prefix}temperature`), maxTokens: $(`${prefix}max-tokens`) });
 const chatFields = fieldsOf(""), newFields = fieldsOf("default-");
-const tabs = [$("tab-chat"), $("tab-new"), $("tab-owner")];   // the last: durable chats only
+const tabs = [$("tab-chat"), $("tab-new"), $("tab-owner"), $("tab-look")];   // "Your chats": durable chats only
 let openedWith = "";   // "This chat" as the dialog opened: untouched, an empty chat takes new defaults
 
 function fillFields(fields, s) {
   fields.system.value = s?.system ?? "";
+  const said = $(`${fields.system.id}-owner`);
+  said.textContent = owned.systemPrompt ? `Empty: the owner's prompt for every chat, “${owned.systemPrompt}”. Yours replaces it.` : "Empty: none.";
+  fields.system.placeholder = owned.systemPrompt || "e.g. Answer briefly, in plain English.";
   fields.temperature.value = s?.temperature ?? "";
   fields.maxTokens.value = s?.maxTokens ?? "";
   if (limits.maxTokensLimit) fields.maxTokens.max = String(limits.maxTokensLimit); else fields.maxTokens.removeAttribute("max");
@@ -1115,7 +1322,9 @@ async function loadModels() {
   const { models, default: fallback } = json;
   defaultModel = typeof fallback === "string" ? fallback : "";
   labels = modelLabels(models);
-  tags = Object.fromEntries(models.map((id) => [id, [reasoning.includes(id) && "thinks", capabilities?.[id]?.vision && "images"].filter(Boolean)]));
+  const context = (id) => { const n = capabilities?.[id]?.contextWindow; return n ? `${n >= 1000 ? `${Math.round(n / 1000)}k` : n} context` : null; };
+  tags = Object.fromEntries(models.map((id) => [id, [capabilities?.[id]?.vision && "images", reasoning.includes(id) && "thinks", context(id)].filter(Boolean)]));
+  usePage(json.page);
   const chosen = modelSelect.value;
   modelSelect.replaceChildren(...models.map((id) => el("option", { value: id, selected: id === fallback })));
   const chat = currentChat(state);
@@ -1124,6 +1333,20 @@ async function loadModels() {
   drawModels();
   if (json.conversations === true && !durable) await useConversations();
   if (json.signed_in || json.daily_tokens) showWho();   // after: the owner token is known
+}
+
+/** The owner's settings: the title in the header and the tab, the suggestions, the prompt. */
+function usePage(page) {
+  if (!page || typeof page !== "object") return;
+  const text = (v) => (typeof v === "string" ? v : "");
+  owned = {
+    title: text(page.title).trim() || owned.title,
+    systemPrompt: text(page.system_prompt),
+    suggestions: Array.isArray(page.suggestions) ? page.suggestions.filter((x) => typeof x === "string" && x.trim()) : [],
+  };
+  document.title = owned.title;
+  $("title").textContent = owned.title;
+  $("empty")?.replaceWith(emptyView());
 }
 
 // ---- the kill switch: shown as the page loads, gone by itself when the service is back -------
@@ -1135,7 +1358,7 @@ function setOff(value) {
   off = value;
   offBanner.hidden = !off;
   prompt.disabled = off;
-  prompt.placeholder = off ? "The chat is turned off for now" : PROMPT_TEXT;
+  prompt.placeholder = off ? "The chat is turned off for now" : promptText();
   send.disabled = off || inFlight !== null;
   drawImageControls();
   clearTimeout(offTimer);
@@ -1168,6 +1391,7 @@ const WARM = "# a\n\n*b* **c** `d` [e](https://example.com) ~~f~~\n\n- g\n1. h\n
 (self.requestIdleCallback ?? setTimeout)(() => renderMarkdown(WARM));
 
 setMenu(!phone.matches);
+prompt.placeholder = promptText();
 if (!currentChat(state)) begin();
 drawChat();
 loadModels().finally(markReady);

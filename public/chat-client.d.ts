@@ -75,6 +75,8 @@ export interface ChatResult {
   /** True when the model ran out of tokens while still thinking (`stopReason` is "length"). */
   whileThinking: boolean;
   usage: Usage | null;
+  /** `message_stop`'s model: set only when a fallback model answered instead of the one asked. */
+  model?: string;
   error: ChatError | null;
 }
 

@@ -147,6 +147,7 @@ export function foldEvent(state, event, payload, status, onText, onThinking) {
     result.stopReason = payload.stop_reason ?? null;
     result.whileThinking = payload.while_thinking === true;
     result.usage = payload.usage ?? null;
+    if (typeof payload.model === "string") result.model = payload.model;   // a fallback answered
   } else if (event === "error") {
     result.error = new ChatError(payload.error ?? "error", payload.message ?? "The answer failed.", status);
   } else if (event === "done") {

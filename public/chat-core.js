@@ -113,6 +113,47 @@ export function checkImages(images, limits) {
   return null;
 }
 
+// ---- Files of text ----------------------------------------------------------------------------
+// A user message may carry files of text (text, Markdown, code, CSV, JSON): [{ name, type, bytes,
+// text }], read in the browser. The model receives each before the message's text, as
+// <file name="...">text</file>: its name and its text. That is also how the server keeps it, and
+// how a message read back from a durable conversation gets its files again (splitFiles).
+export const TEXT_FILE_BYTES = 512 * 1024;   // one file; and the message as a whole fits max_message_chars
+const TEXT_TYPES = /^(text\/|application\/(json|x-ndjson|xml|javascript|x-javascript|typescript|x-sh|x-python|sql|toml|yaml|x-yaml|csv))/;
+const TEXT_NAMES = /\.(txt|text|md|markdown|mdx|rst|csv|tsv|json|jsonl|ndjson|xml|html?|css|scss|js|mjs|cjs|ts|tsx|jsx|py|pyi|rb|go|rs|java|kt|scala|swift|c|h|cc|cpp|hpp|cs|php|pl|lua|r|sh|bash|zsh|fish|ps1|sql|ya?ml|toml|ini|cfg|conf|env|log|tex|vue|svelte|dart|ex|exs|erl|hs|ml|clj|el|vim|diff|patch|gitignore|dockerfile|makefile)$/i;
+
+/** Whether a file of this name and type is one the page reads as text. */
+export function isTextFile(name, type) {
+  return TEXT_TYPES.test(type ?? "") || TEXT_NAMES.test(name ?? "") || /^(Dockerfile|Makefile|README|LICENSE)$/i.test(name ?? "");
+}
+
+/** Why this file of text cannot go with a message, in words, or null. */
+export function checkTextFile(file) {
+  if (file.bytes > TEXT_FILE_BYTES) return `“${file.name}” is ${megabytes(file.bytes)}; a file of text can be up to ${TEXT_FILE_BYTES / 1024} KB. Attach a part of it.`;
+  if (file.text.includes("\u0000")) return `“${file.name}” is not text (it holds binary data): attach text, Markdown, code, CSV or JSON, or an image.`;
+  return null;
+}
+
+const fileName = (name) => String(name).replace(/["\n\r<>]/g, "_");
+/** The text the model receives for a message with files: each file by name, then the message. */
+export function withFiles(content, files) {
+  if (!files?.length) return content;
+  const blocks = files.map((f) => `<file name="${fileName(f.name)}">\n${f.text}\n</file>`);
+  return [...blocks, ...(content ? [content] : [])].join("\n\n");
+}
+
+const FILE_BLOCK = /^<file name="([^"\n<>]*)">\n([\s\S]*?)\n<\/file>(?:\n\n|$)/;
+/** withFiles undone: { content, files } of a message's text as sent. */
+export function splitFiles(text) {
+  const files = [];
+  let rest = text;
+  for (let m = FILE_BLOCK.exec(rest); m; m = FILE_BLOCK.exec(rest)) {
+    files.push({ name: m[1], type: "text/plain", bytes: utf8Bytes(m[2]), text: m[2] });
+    rest = rest.slice(m[0].length);
+  }
+  return { content: rest, files };
+}
+
 /** The text of a message as sent: its string content, or its text parts joined. */
 export function textOf(message) {
   if (typeof message.content === "string") return message.content;
@@ -310,6 +351,7 @@ const isMessage = (m) => m && typeof m === "object" && typeof m.id === "string"
 function cleanMessage(m) {
   const out = { ...m };
   if (out.images !== undefined) out.images = Array.isArray(out.images) ? out.images.filter(isImage) : [];
+  if (out.files !== undefined) out.files = Array.isArray(out.files) ? out.files.filter((f) => f && typeof f.name === "string" && typeof f.text === "string") : [];
   if (out.alts !== undefined) {
     out.alts = Array.isArray(out.alts) ? out.alts.filter((t) => Array.isArray(t) && t.length > 0 && t.every(isMessage)).map((t) => t.map(cleanMessage)) : [];
     if (!(Number.isInteger(out.altIndex) && out.altIndex >= 0 && out.altIndex <= out.alts.length)) out.altIndex = out.alts.length;
@@ -421,6 +463,7 @@ export function sendableMessages(chat, { images = false, reasoning = false } = {
     if (m.role === "assistant") return m.outcome === "complete" || (m.outcome === "aborted" && m.content !== "");
     return !m.rejected;
   }).map((m) => {
+    if (m.role === "user" && m.files?.length) m = { ...m, content: withFiles(m.content, m.files) };
     const sent = images && m.role === "user" ? m.images?.filter((i) => imageBytes(i.url) >= 0) ?? [] : [];
     if (sent.length > 0) {
       const parts = m.content ? [{ type: "text", text: m.content }] : [];
@@ -542,11 +585,12 @@ export function switchVersion(chat, id, index) {
 }
 
 /** Edit-and-resend: the user message gets new text (and images); what was there stays a version. */
-export function editMessage(chat, id, content, images = undefined) {
+export function editMessage(chat, id, content, images = undefined, files = undefined) {
   const at = chat.messages.findIndex((m) => m.id === id && m.role === "user");
   if (at < 0) return false;
   const alts = allVersions(chat, at);
   const edited = { id: newId(), role: "user", content, alts, altIndex: alts.length };
+  if (files?.length) edited.files = files;
   if (images?.length) edited.images = images;
   chat.messages = [...chat.messages.slice(0, at), edited];
   return true;
@@ -593,6 +637,7 @@ export function chatToMarkdown(chat) {
     if (m.thinking) out.push("<details><summary>Thinking</summary>", "", m.thinking, "", "</details>", "");
     if (m.content) out.push(m.content, "");
     for (const image of m.images ?? []) out.push(`[image: ${image.name}]`, "");
+    for (const file of m.files ?? []) out.push(`[file: ${file.name}]`, "");
   }
   return out.join("\n").trimEnd() + "\n";
 }
@@ -603,7 +648,7 @@ export function chatToMarkdown(chat) {
  * page's copy of the server's history.
  */
 export function chatToJSON(chat) {
-  const { conversation, serverMessages, stale, ...kept } = chat;
+  const { conversation, serverMessages, stale, sharedBranches, ...kept } = chat;
   return JSON.stringify({ format: "ai-chat", version: 1, chat: kept }, null, 2) + "\n";
 }
 

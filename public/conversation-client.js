@@ -26,13 +26,14 @@ async function failure(response) {
 
 /**
  * POST /api/v1/conversations: the new conversation's id. Throws a ChatError on failure.
- * `messages` (and the `model` they are checked for): the history it starts from.
+ * `messages` (and the `model` they are checked for): the history it starts from; `details`:
+ * beside them, what each answer's page shows under it (durable-chats.js historyDetails).
  */
-export async function createConversation({ base = BASE, fetch = globalThis.fetch, headers = sent, messages, model } = {}) {
+export async function createConversation({ base = BASE, fetch = globalThis.fetch, headers = sent, messages, details, model } = {}) {
   const init = { method: "POST", headers };
   if (messages?.length) {
     init.headers = { ...headers, "content-type": "application/json" };
-    init.body = JSON.stringify(model ? { messages, model } : { messages });
+    init.body = JSON.stringify({ messages, ...(details ? { details } : {}), ...(model ? { model } : {}) });
   }
   const response = await fetch(base, init);
   if (response.status !== 201) throw await failure(response);
@@ -62,6 +63,13 @@ export async function getConversation(id, { base = BASE, fetch = globalThis.fetc
 export async function deleteConversation(id, { base = BASE, fetch = globalThis.fetch, headers = sent } = {}) {
   const response = await fetch(`${base}/${id}`, { method: "DELETE", headers });
   if (response.status === 404) return false;
+  if (!response.ok) throw await failure(response);
+  return true;
+}
+
+/** POST .../branches: keeps a client's versions of the conversation beside it (null: none). */
+export async function keepBranches(id, branches, { base = BASE, fetch = globalThis.fetch, headers = sent } = {}) {
+  const response = await fetch(`${base}/${id}/branches`, { method: "POST", headers: { ...headers, "content-type": "application/json" }, body: JSON.stringify({ branches }) });
   if (!response.ok) throw await failure(response);
   return true;
 }

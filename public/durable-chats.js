@@ -8,7 +8,7 @@
 // server's history is not exactly that (a message was edited, an answer regenerated, a version
 // switched, the system prompt changed, old turns trimmed, an answer continued), the chat
 // continues in a new conversation started from that history (a fork), and the old one is deleted.
-import { IMAGE_DATA_URL, imageBytes, newId } from "./chat-core.js";
+import { IMAGE_DATA_URL, imageBytes, newId, splitFiles } from "./chat-core.js";
 
 export const DURABLE_KEY = "ai-chat:conversations:v1";
 export const OWNER_KEY = "ai-chat:owner-token";
@@ -78,12 +78,68 @@ export function saveDurable(storage, state) {
 
 /** A page message from a user message as the server keeps it (text, or parts with images). */
 function userMessage(content) {
-  if (typeof content === "string") return { id: newId(), role: "user", content };
-  const parts = Array.isArray(content) ? content : [];
+  const parts = typeof content === "string" ? [{ type: "text", text: content }] : Array.isArray(content) ? content : [];
   const text = parts.filter((p) => p?.type === "text" && typeof p.text === "string").map((p) => p.text).join("");
   const images = parts.filter((p) => p?.type === "image_url" && IMAGE_DATA_URL.test(p.image_url?.url ?? ""))
     .map((p, i) => ({ name: `image ${i + 1}`, type: `image/${IMAGE_DATA_URL.exec(p.image_url.url)[1]}`, bytes: imageBytes(p.image_url.url), url: p.image_url.url }));
-  return images.length ? { id: newId(), role: "user", content: text, images } : { id: newId(), role: "user", content: text };
+  const { content: said, files } = splitFiles(text);   // the files it was sent with (chat-core.js withFiles)
+  const message = { id: newId(), role: "user", content: said };
+  if (files.length) message.files = files;
+  if (images.length) message.images = images;
+  return message;
+}
+
+/**
+ * An answer of the page with what the server kept under it (docs/API.md, "An answer's
+ * details"): the model, how it ended, its usage and times. Drawn from these, a finished answer
+ * looks the same after a reload, in a second tab and on another device as when it streamed.
+ */
+export function applyDetails(answer, details) {
+  if (!details || typeof details !== "object") return answer;
+  const int = (v) => (Number.isInteger(v) && v >= 0 ? v : undefined);
+  if (typeof details.model === "string" && details.model) answer.model = details.model;
+  if (typeof details.stop_reason === "string") answer.stopReason = details.stop_reason;
+  if (details.stop_reason === "cancelled") answer.outcome = "aborted";
+  if (details.while_thinking === true) answer.whileThinking = true; else delete answer.whileThinking;
+  answer.usage = details.usage && typeof details.usage === "object" ? details.usage : null;
+  if (int(details.ms) !== undefined) answer.ms = details.ms;
+  if (int(details.at) !== undefined) answer.at = details.at;
+  if (int(details.writing_ms) !== undefined) answer.writingMs = details.writing_ms;
+  if (answer.thinking && int(details.reasoning_ms) !== undefined) answer.thinkingMs = details.reasoning_ms;
+  if (details.error && typeof details.error.code === "string") {
+    answer.outcome = "failed";
+    answer.error = { code: details.error.code, message: String(details.error.message ?? ""), status: 200, retryAfter: null };
+  }
+  return answer;
+}
+
+/** The details the server keeps for an answer of the page (the inverse of applyDetails). */
+export function detailsOf(answer) {
+  const out = {};
+  if (answer.model) out.model = answer.model;
+  if (typeof answer.stopReason === "string") out.stop_reason = answer.stopReason;
+  if (answer.whileThinking === true) out.while_thinking = true;
+  if (answer.usage && typeof answer.usage === "object") out.usage = answer.usage;
+  for (const [from, to] of [["ms", "ms"], ["writingMs", "writing_ms"], ["thinkingMs", "reasoning_ms"], ["at", "at"]]) {
+    if (Number.isInteger(answer[from]) && answer[from] >= 0) out[to] = answer[from];
+  }
+  if (answer.error?.code) out.error = { code: answer.error.code, message: String(answer.error.message ?? "") };
+  return Object.keys(out).length ? out : null;
+}
+
+/**
+ * The `details` of a fork's history (an array beside its messages): each assistant message of
+ * `history` gets the details of the page's answer it was made from. The history may have lost
+ * its oldest messages (trimmed), so answers are matched from the end.
+ */
+export function historyDetails(chat, history) {
+  const answers = chat.messages.filter((m) => m.role === "assistant" && (m.outcome === "complete" || (m.outcome === "aborted" && m.content !== "")));
+  const out = history.map(() => null);
+  let a = answers.length - 1;
+  for (let i = history.length - 1; i >= 0 && a >= 0; i--) {
+    if (history[i].role === "assistant") out[i] = detailsOf(answers[a--]);
+  }
+  return out.some((d) => d !== null) ? out : null;
 }
 
 /**
@@ -92,8 +148,14 @@ function userMessage(content) {
  * `serverMessages`: the history exactly as the server holds it, to tell when a fork is needed.
  */
 export function chatFromServer(entry, server) {
-  const serverMessages = Array.isArray(server?.messages) ? server.messages : [];
-  let shown = serverMessages;
+  const stored = Array.isArray(server?.messages) ? server.messages : [];
+  // What the page would send back has no details: they are shown, not sent (needsFork).
+  const serverMessages = stored.map((m) => {
+    if (!m || typeof m !== "object" || !("details" in m)) return m;
+    const { details, ...rest } = m;
+    return rest;
+  });
+  let shown = stored;
   const system = entry.settings?.system?.trim() ? entry.settings.system : null;
   if (shown[0]?.role === "system" && shown[0].content === system) shown = shown.slice(1);
   const messages = shown.filter((m) => ["system", "user", "assistant"].includes(m?.role)).map((m) => {
@@ -102,14 +164,44 @@ export function chatFromServer(entry, server) {
     if (m.role === "system") return { id: newId(), role: "system", content: text };
     const answer = { id: newId(), role: "assistant", content: text, outcome: "complete" };
     if (typeof m.reasoning === "string" && m.reasoning) answer.thinking = m.reasoning;
-    return answer;
+    return applyDetails(answer, m.details);
   });
   const now = Date.now();
   return {
     id: newId(), conversation: entry.conversation, title: entry.title ?? "", model: entry.model ?? "",
     ...(entry.settings ? { settings: entry.settings } : {}), createdAt: now, updatedAt: now,
-    messages, serverMessages,
+    messages: branchesFrom(server) ?? messages, serverMessages,
   };
+}
+
+// ---- Branches: the versions a chat keeps (edits, regenerations), kept in its conversation ----
+const BRANCHES_BYTES = 900 * 1024;   // under the server's 1 MiB: past it, older images go by name
+const hasVersions = (messages) => messages.some((m) => m.alts?.length);
+
+/**
+ * What POST /api/v1/conversations/{id}/branches keeps for a chat with versions (null without):
+ * the page's messages, every version with them, and the length of the server's history they
+ * were kept beside (a history that grew since, in another tab, makes them stale).
+ */
+export function branchesOf(chat) {
+  if (!hasVersions(chat.messages)) return null;
+  const out = { version: 1, server_length: chat.serverMessages?.length ?? 0, messages: chat.messages };
+  if (JSON.stringify(out).length <= BRANCHES_BYTES) return out;
+  const byName = (messages) => messages.map((m) => ({
+    ...m, ...(m.images ? { images: m.images.map(({ url, ...rest }) => rest) } : {}), ...(m.alts ? { alts: m.alts.map(byName) } : {}),
+  }));
+  return { ...out, messages: byName(chat.messages) };
+}
+
+const isKept = (m) => m && typeof m === "object" && typeof m.id === "string" && ["system", "user", "assistant"].includes(m.role)
+  && typeof m.content === "string" && (m.alts === undefined || (Array.isArray(m.alts) && m.alts.every((t) => Array.isArray(t) && t.every(isKept))));
+
+/** The kept versions of a conversation read back, when they still match its history; else null. */
+export function branchesFrom(server) {
+  const b = server?.branches;
+  const stored = Array.isArray(server?.messages) ? server.messages : [];
+  if (!b || b.version !== 1 || b.server_length !== stored.length || !Array.isArray(b.messages) || !b.messages.every(isKept)) return null;
+  return b.messages;
 }
 
 /** Whether the next message needs a new conversation started from `history` (see the top). */

@@ -6,6 +6,7 @@ from doors.chat.door import CHAT_API
 from doors.completions.completions_api import COMPLETIONS_API
 from doors.conversations.conversation_api import CONVERSATIONS_API
 from doors.embeddings.embeddings_api import EMBEDDINGS_API
+from doors.files.markdown_api import FILES_API
 from doors.openai_chat.openai_compat import OPENAI_API
 from doors.responses.responses_api import RESPONSES_API
 from doors.ui_chat.ui_chat import UI_CHAT_API
@@ -21,6 +22,7 @@ TABLE = RouteTable.of(
     CONVERSATIONS_API,
     USAGE_API,
     UI_CHAT_API,
+    FILES_API,
     CHAT_API,
     RESPONSES_API,
     EMBEDDINGS_API,

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from base import catalog, thinking
+from base import catalog, page, thinking
 
 T = TypeVar("T", int, float)
 
@@ -22,6 +22,9 @@ DEFAULT_EMBEDDING_MODELS = (
     "@cf/baai/bge-base-en-v1.5",
     "@cf/google/embeddinggemma-300m",
 )
+
+
+DEFAULT_TITLE = "AI chat"
 
 
 class SettingsError(Exception):
@@ -74,6 +77,11 @@ class Settings:
     thinking: str = thinking.DEFAULT_MODE
     # MAX_OWNER_RESPONSE_BYTES: what one owner's stored responses may hold, all together.
     max_owner_response_bytes: int = 1024**3
+    # The owner's (page.py): the page's title, the system message of every chat that has none
+    # of its own (every door), and the suggestions of the page's empty chat.
+    chat_title: str = DEFAULT_TITLE
+    system_prompt: str = ""
+    chat_suggestions: tuple[str, ...] = ()
 
 
 def chat_disabled(lookup: Lookup) -> bool:
@@ -181,6 +189,7 @@ def _load(lookup: Lookup) -> Settings:
         max_owner_response_bytes=_number(
             lookup, "MAX_OWNER_RESPONSE_BYTES", 1024**3, int, 1024 * 1024, 1024**4
         ),
+        **page.owner_settings(lookup, SettingsError),
     )
 
 

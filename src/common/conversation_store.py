@@ -44,6 +44,8 @@ SCHEMA = (
     # data: one whole SSE event, or '' when the event is kept in parts (event_parts).
     "CREATE TABLE IF NOT EXISTS events (turn INTEGER NOT NULL, seq INTEGER NOT NULL, data TEXT NOT NULL, PRIMARY KEY (turn, seq))",
     "CREATE TABLE IF NOT EXISTS event_parts (turn INTEGER NOT NULL, seq INTEGER NOT NULL, i INTEGER NOT NULL, data TEXT NOT NULL, PRIMARY KEY (turn, seq, i))",
+    # What a page shows of a finished answer (answer_details.py): the JSON of its details.
+    "CREATE TABLE IF NOT EXISTS details (n INTEGER PRIMARY KEY, data TEXT NOT NULL)",
 )
 
 
@@ -138,6 +140,17 @@ class Store:
         self._schema = False
 
     @property
+    def branches(self) -> dict[str, Any] | None:
+        """A client's versions of the conversation (POST .../branches), or None."""
+        raw = self._get("branches")
+        value = json.loads(raw) if raw else None
+        return value if isinstance(value, dict) else None
+
+    def keep_branches(self, branches: dict[str, Any] | None) -> None:
+        """Bounded by the door (MAX_BRANCHES_BYTES), not counted in MAX_CONVERSATION_BYTES."""
+        self._set("branches", json.dumps(branches, ensure_ascii=False) if branches else "")
+
+    @property
     def turn(self) -> int:
         return int(self._get("turn") or 0)
 
@@ -160,6 +173,9 @@ class Store:
     def messages(self) -> list[dict[str, Any]]:
         out = []
         rows = self._sql.rows("SELECT n, role, content, reasoning FROM messages ORDER BY n")
+        details = {
+            int(r["n"]): str(r["data"]) for r in self._sql.rows("SELECT n, data FROM details")
+        }
         for row in rows:
             if row["content"] == "":  # kept in parts
                 whole = json.loads(self._parts(int(row["n"])))
@@ -169,6 +185,8 @@ class Store:
             message: dict[str, Any] = {"role": row["role"], "content": content}
             if reasoning:
                 message["reasoning"] = reasoning
+            if int(row["n"]) in details:
+                message["details"] = json.loads(details[int(row["n"])])
             out.append(message)
         return out
 
@@ -179,8 +197,15 @@ class Store:
     def count(self) -> int:
         return int(self._sql.rows("SELECT count(*) AS n FROM messages")[0]["n"])
 
-    def add_message(self, role: str, content: object, reasoning: str | None = None) -> int:
-        """Stores the message (in parts when it is large); returns its number."""
+    def add_message(
+        self,
+        role: str,
+        content: object,
+        reasoning: str | None = None,
+        details: dict[str, Any] | None = None,
+    ) -> int:
+        """Stores the message (in parts when it is large), with an answer's details; returns
+        its number."""
         text = json.dumps(content, ensure_ascii=False)
         n = int(self._sql.rows("SELECT coalesce(max(n), 0) + 1 AS n FROM messages")[0]["n"])
         if len(text) + len(reasoning or "") <= PART_CHARS:
@@ -206,6 +231,9 @@ class Store:
                     whole[i : i + PART_CHARS],
                 )
         self.grow(utf8_len(text) + utf8_len(reasoning or ""))
+        if details:  # a few hundred bytes an answer, bounded by MAX_MESSAGES, not counted
+            data = json.dumps(details, ensure_ascii=False)
+            self._sql.run("INSERT INTO details (n, data) VALUES (?, ?)", n, data)
         return n
 
     def remove_message(self, n: int) -> None:
@@ -219,6 +247,7 @@ class Store:
         reasoning = whole["reasoning"] if whole else row["reasoning"]
         self._sql.run("DELETE FROM parts WHERE n = ?", n)
         self._sql.run("DELETE FROM messages WHERE n = ?", n)
+        self._sql.run("DELETE FROM details WHERE n = ?", n)
         self.grow(-message_bytes(content, reasoning))
 
     def start_turn(self) -> int:

@@ -147,6 +147,22 @@ class WorkersAi:
             return JsByteSource(result)
         return OneShot(result=result.to_py() if hasattr(result, "to_py") else result)
 
+    async def to_markdown(self, name: str, mime: str, data: bytes) -> dict[str, Any]:
+        """env.AI.toMarkdown({name, blob}) (doors/files/markdown_api.py), as Python values."""
+        binding = getattr(self._env, "AI", None)
+        if binding is None:
+            raise ApiError(500, "server_misconfigured", "The AI binding is not configured.")
+        blob = js.Blob.new(to_js([to_js(data)]), js_object({"type": mime}))
+        try:
+            result = await binding.toMarkdown(js_object({"name": name, "blob": blob}))
+        except JsException as exc:
+            log.error("env.AI.toMarkdown(%r) failed: %s", name, exc)
+            raise ApiError(
+                502, "conversion_failed", f"Workers AI could not convert the file: {exc}"
+            ) from exc
+        converted = result.to_py() if hasattr(result, "to_py") else {}
+        return converted if isinstance(converted, dict) else {}
+
     async def drain(self, source: Source, relay: Relay) -> None:
         """The same pipe as a streamed answer (JS timers for the idle limit, the client's
         signal to stop it), with no reader: the relay's encoder collects the answer."""

@@ -265,6 +265,9 @@ class Conversation(DurableObject):  # type: ignore[misc]  # the SDK has no stubs
                 return Response(None, status=204)
             if op == "stop":
                 return _response(room.stop(), None)
+            if op == "branches":
+                assert payload is not None
+                return _response(room.keep_branches(payload.get("branches")), None)
             if op == "stream":
                 return _response(
                     room.resume(parse_event_id(raw.headers.get("x-after"))), raw.signal

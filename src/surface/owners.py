@@ -98,6 +98,10 @@ def owned_answer(response: WebResponse) -> tuple[bool, WebResponse]:
     return len(kept) != len(response.headers), replace(response, headers=kept)
 
 
+_FILES = re.compile(r'(?:<file name="[^"\n<>]*">\n.*?\n</file>(?:\n\n|$))+', re.DOTALL)
+_FILE_NAME = re.compile(r'<file name="([^"\n<>]*)">')
+
+
 def title_of(content: object) -> str | None:
     """A title from a user message's content: its text, blanks collapsed, cut to TITLE_CHARS."""
     if isinstance(content, str):
@@ -110,6 +114,12 @@ def title_of(content: object) -> str | None:
         )
     else:
         return None
+    # Files the page sent before the message's text (chat-core.js withFiles): the text, else
+    # the first file's name.
+    files = _FILES.match(text)
+    if files:
+        name = _FILE_NAME.match(text)
+        text = text[files.end() :] or (name.group(1) if name else "")
     text = " ".join(text.split())
     if not text:
         return None

@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from base import catalog
+from base import catalog, page
 from base.errors import ApiError, ClientGone
 from base.settings import Settings
 from base.text import well_formed_json
@@ -111,6 +111,7 @@ def _plan(settings: Settings, model: str, inputs: dict[str, Any]) -> list[tuple[
     """The models to try, in order, with the inputs each gets; raises what the client must fix
     (the asked model's context window) before any call."""
     plan = []
+    inputs = page.with_system_prompt(inputs, settings.system_prompt)
     for name in fallback.candidates(model, settings.fallback_models):
         sent = fallback.inputs_for(name, inputs, model, thinking_mode=settings.thinking)
         if sent is None:

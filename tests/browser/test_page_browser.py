@@ -189,9 +189,9 @@ def test_reasoning_shows_as_a_collapsed_thinking_block_with_its_time(opened: Ope
     )
     assert thinking.get_attribute("open") is None, "the thinking block should start collapsed"
     assert thinking.locator(".thinking-text").text_content(), "no reasoning text arrived"
-    # Above the answer, and the answer itself is there.
+    # Under the model's name, above the answer, and the answer itself is there.
     assert page.evaluate(
-        "(() => { const m = [...document.querySelectorAll('.msg.assistant')].pop(); return m.firstElementChild.matches('.thinking'); })()"
+        "(() => { const m = [...document.querySelectorAll('.msg.assistant')].pop(); return m.firstElementChild.matches('.by') && m.children[1].matches('.thinking') && m.children[2].matches('.text'); })()"
     )
     expect(page.locator(".msg.assistant .text").last).not_to_have_text("")
     thinking.locator("summary").click()

@@ -65,7 +65,7 @@ def model_calls_for(runtime: Runtime, content: str) -> list[dict[str, Any]]:
     return [
         c
         for c in runtime.calls()
-        if any(m.get("content") == content for m in c["inputs"]["messages"])
+        if any(m.get("content") == content for m in c["inputs"].get("messages", []))
     ]
 
 
@@ -327,7 +327,10 @@ def test_settings_continue_after_a_reload_and_an_edit_fork_the_conversation(
     expect(page.locator(".msg.user .versions")).to_have_text("‹2 / 2›")
     forked = current_conversation(page)
     assert forked != first
-    assert server_history(runtime, forked, page) == [
+    history = server_history(runtime, forked, page)
+    # Each answer is kept with what the page shows under it (its model, ending, usage, times).
+    assert history[-1]["details"]["model"] == "@cf/google/gemma-4-26b-a4b-it", history
+    assert [{k: v for k, v in m.items() if k != "details"} for m in history] == [
         {"role": "system", "content": "Answer in one line."},
         {"role": "user", "content": "[[pace:0]] an edited question"},
         {"role": "assistant", "content": "You said: an edited question."},

@@ -324,6 +324,15 @@ def scheme_of(page: Page) -> dict[str, Any]:
     return found
 
 
+def choose_theme(page: Page, name: str) -> None:
+    """Settings → Appearance, the theme chosen (applied at once), then closed by keyboard."""
+    page.click("#settings-open")
+    page.get_by_role("tab", name="Appearance").click()
+    page.get_by_role("radio", name=name).check()
+    page.keyboard.press("Escape")
+    expect(page.locator("#settings")).not_to_be_visible()
+
+
 @pytest.mark.parametrize("system", SCHEMES)
 def test_the_theme_is_chosen_and_remembered(
     browser: Browser, tabs: list[Tab], stateless_runtime: Runtime, system: Scheme
@@ -342,7 +351,7 @@ def test_the_theme_is_chosen_and_remembered(
     }
     send(page, "[[pace:0]] colours\n\n```python\nprint(len([1, 2]))\n```")
     answered(page, 1)
-    page.get_by_role("radio", name=other.capitalize()).check()
+    choose_theme(page, other.capitalize())
     assert scheme_of(page)["theme"] == other
     assert scheme_of(page)["background"] == BACKGROUND[other]
     assert axe_violations(page) == [], f"axe, {other} chosen on a {system} device"
@@ -358,7 +367,7 @@ def test_the_theme_is_chosen_and_remembered(
             f"dark:{'all' if other == 'dark' else 'not all'}",
         ],
     }
-    page.get_by_role("radio", name="System").check()
+    choose_theme(page, "System")
     assert scheme_of(page)["theme"] == system
     page.emulate_media(color_scheme=other)  # the device changes: "system" follows
     page.wait_for_function(f"document.documentElement.dataset.theme === '{other}'")
@@ -454,7 +463,9 @@ def test_model_names_fit_and_the_full_id_is_in_the_tooltip(
     texts = [o["text"] for o in page.evaluate(FITS)["options"]]
     assert texts[0].startswith("Gemma 4 26B"), texts
     if size == "desktop":
-        assert "Gemma 4 26B (images)" in texts and any("(thinks" in t for t in texts), texts
+        # What each model can do: images, thinking, its context window.
+        assert "Gemma 4 26B (images, 256k context)" in texts, texts
+        assert "gpt-oss 20B (thinks, 128k context)" in texts, texts
     else:
         assert all("(" not in t for t in texts), texts
     shot(page, f"models-{size}")
@@ -590,5 +601,22 @@ def test_the_readme_screenshot(browser: Browser, tabs: list[Tab], runtime: Runti
     target = ROOT / "docs" / "screenshot.png"
     if os.environ.get("UPDATE_SCREENSHOT") == "1":
         page.screenshot(path=str(target))
-    assert target.exists(), "docs/screenshot.png is missing: UPDATE_SCREENSHOT=1 writes it"
-    assert base64.b64encode(target.read_bytes()[:8]) == base64.b64encode(b"\x89PNG\r\n\x1a\n")
+    # The same conversation in the dark scheme, and on a phone (docs/screenshot-*.png).
+    page.emulate_media(color_scheme="dark")
+    page.evaluate("document.querySelector('#log').scrollTop = 1e9")
+    shot(page, "readme-dark")
+    if os.environ.get("UPDATE_SCREENSHOT") == "1":
+        page.screenshot(path=str(ROOT / "docs" / "screenshot-dark.png"))
+    page.emulate_media(color_scheme="light")
+    page.set_viewport_size({"width": 390, "height": 844})
+    if page.locator("#menu").get_attribute("aria-expanded") == "true":
+        page.click("#scrim", position={"x": 370, "y": 400})  # the drawer a phone opens over it
+    page.evaluate("document.activeElement.blur()")
+    page.evaluate("document.querySelector('#log').scrollTop = 1e9")
+    shot(page, "readme-phone")
+    if os.environ.get("UPDATE_SCREENSHOT") == "1":
+        page.screenshot(path=str(ROOT / "docs" / "screenshot-phone.png"))
+    for name in ("screenshot.png", "screenshot-dark.png", "screenshot-phone.png"):
+        target = ROOT / "docs" / name
+        assert target.exists(), f"docs/{name} is missing: UPDATE_SCREENSHOT=1 writes it"
+        assert base64.b64encode(target.read_bytes()[:8]) == base64.b64encode(b"\x89PNG\r\n\x1a\n")

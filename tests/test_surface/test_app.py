@@ -74,8 +74,14 @@ def test_models_lists_allow_list_and_default() -> None:
         b'"default": "medium", "note": "cannot be turned off: reasoning_effort none sends its lowest level"}}}, '
         b'"limits": {"max_messages": 7, "max_message_chars": 1000000, "max_body_bytes": 4962304, "max_images": 8, '
         b'"max_image_bytes": 3145728, "max_tokens_limit": 4096, "default_max_tokens": 1024}, "conversations": false, '
+        b'"page": {"title": "AI chat", "system_prompt": "", "suggestions": []}, '
         b'"version": "0.2.0"}'
     )
+    owned = {**env, "CHAT_TITLE": "Desk", "SYSTEM_PROMPT": "Be kind.", "CHAT_SUGGESTIONS": "a|b"}
+    body = call(request("GET", "/api/v1/models"), owned).body
+    assert isinstance(body, bytes)
+    page = json.loads(body)["page"]
+    assert page == {"title": "Desk", "system_prompt": "Be kind.", "suggestions": ["a", "b"]}
 
 
 class NoConversations:

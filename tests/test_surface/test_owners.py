@@ -326,3 +326,10 @@ def test_a_bad_list_query_or_token_is_400() -> None:
             "GET", "/api/v1/conversations" + path, Conversations(), Indexes(), x_owner_token=token
         )
         assert response.status == 400, path
+
+
+def test_a_title_skips_the_files_sent_before_the_text() -> None:
+    sent = '<file name="cities.csv">\ncity,people\nLisbon,545000\n</file>\n\nWhich is larger?'
+    assert title_of(sent) == "Which is larger?"
+    assert title_of('<file name="notes.md">\n# Notes\n</file>') == "notes.md"
+    assert title_of("<file name=x> not a file block") == "<file name=x> not a file block"

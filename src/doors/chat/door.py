@@ -52,6 +52,12 @@ async def models(ctx: Context) -> WebResponse:
         "limits": limits,
         # The page keeps its chats as durable conversations when this deployment has them.
         "conversations": ctx.conversations is not None,
+        # The owner's settings for the page (base/page.py).
+        "page": {
+            "title": s.chat_title,
+            "system_prompt": s.system_prompt,
+            "suggestions": list(s.chat_suggestions),
+        },
         "version": VERSION,
     }
     # Only when they are on, so the page asks GET /api/v1/usage only then.

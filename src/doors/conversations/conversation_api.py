@@ -14,6 +14,7 @@ alone; a later turn puts a conversation the index missed back on its list.
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 import secrets
@@ -22,10 +23,11 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from base import catalog
-from base.errors import ApiError
+from base.errors import ApiError, invalid
 from base.text import well_formed_json
 from checks.chat_request import CHAT_FIELDS, parse_chat, parse_model, reject_unknown
 from checks.messages import CHAT, parse_conversation
+from common.answer_details import DETAILS_FIELD, with_details
 from common.conversation_store import parse_event_id
 from surface import owners
 from surface.body import check_content_type, parse_json, read_body
@@ -35,9 +37,11 @@ from surface.web import WebResponse, json_response
 
 PREFIX = "/api/v1/conversations"
 _ID = "[0-9a-f]{32}"
-_PATH = re.compile(PREFIX + r"/(" + _ID + r")(?:/(messages|stream|stop))?")
+_PATH = re.compile(PREFIX + r"/(" + _ID + r")(?:/(messages|stream|stop|branches))?")
+# A client's versions of a conversation (edits and regenerations it keeps), as JSON.
+MAX_BRANCHES_BYTES = 1024 * 1024
 MESSAGE_FIELDS = ("content", *(f for f in CHAT_FIELDS if f != "messages"))
-HISTORY_FIELDS = ("messages", "model")
+HISTORY_FIELDS = ("messages", "model", DETAILS_FIELD)
 _NO_INDEX = "Listing conversations is not configured on this deployment (no OWNERS binding)."
 
 log = logging.getLogger("conversations")
@@ -118,7 +122,8 @@ def parse_history(body: dict[str, Any], ctx: Context) -> dict[str, Any] | None:
     conversation = parse_conversation(
         body.get("messages"), ctx.settings, dialect=CHAT, model=model, facts=catalog.info(model)
     )
-    return {"messages": well_formed_json(list(conversation.messages))}
+    messages = with_details(list(conversation.messages), body.get(DETAILS_FIELD))
+    return {"messages": well_formed_json(messages)}
 
 
 async def create(ctx: Context) -> WebResponse:
@@ -223,6 +228,26 @@ def _event_id(field: str, value: str) -> str:
     return f"{mark[0]}:{mark[1]}"
 
 
+async def branches(ctx: Context) -> WebResponse:
+    """POST .../branches {"branches": object|null}: the client's versions of the conversation,
+    kept beside its history and given back by GET (docs/API.md, "Branches"); null removes them."""
+    conversations, id, owner = _target(ctx)
+    body = await parse_body(ctx)
+    reject_unknown(body, ("branches",))
+    value = body.get("branches")
+    if value is not None and not isinstance(value, dict):
+        raise invalid("branches", "must be an object or null")
+    size = len(json.dumps(value, ensure_ascii=False).encode())
+    if size > MAX_BRANCHES_BYTES:
+        raise ApiError(
+            413,
+            "branches_too_large",
+            f"branches: {size} bytes of JSON exceed the limit of {MAX_BRANCHES_BYTES}",
+            param="branches",
+        )
+    return await conversations.call(id, "branches", {"branches": value}, owner=owner)
+
+
 async def stop(ctx: Context) -> WebResponse:
     conversations, id, owner = _target(ctx)
     return await conversations.call(id, "stop", owner=owner)
@@ -262,6 +287,9 @@ CONVERSATIONS_API = Api(
         ),
         f"{PREFIX}/{_ID}/stop": Route(
             methods={"POST": stop}, render_error=app_error, access=PAGE_OR_KEY, reads=True
+        ),
+        f"{PREFIX}/{_ID}/branches": Route(
+            methods={"POST": branches}, render_error=app_error, access=PAGE_OR_KEY, reads=True
         ),
     },
     render_error=app_error,

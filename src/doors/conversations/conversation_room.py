@@ -121,7 +121,10 @@ class Room:
             self.store.create(time.time(), owner)
             for message in history:
                 self.store.add_message(
-                    message["role"], message["content"], message.get("reasoning")
+                    message["role"],
+                    message["content"],
+                    message.get("reasoning"),
+                    message.get("details"),
                 )
 
         self.store.atomic(write)
@@ -131,14 +134,21 @@ class Room:
         return self.store.exists()
 
     def get(self, id: str) -> Reply:
-        return Reply(
-            json={
-                "id": id,
-                "messages": self.store.messages(),
-                "streaming": self.turn is not None,
-                "bytes": self.store.size,
-            }
-        )
+        out: dict[str, Any] = {
+            "id": id,
+            "messages": self.store.messages(),
+            "streaming": self.turn is not None,
+            "bytes": self.store.size,
+        }
+        branches = self.store.branches
+        if branches is not None:
+            out["branches"] = branches
+        return Reply(json=out)
+
+    def keep_branches(self, branches: dict[str, Any] | None) -> Reply:
+        """A client's versions of this conversation (checked by the door), kept as they are."""
+        self.store.atomic(lambda: self.store.keep_branches(branches))
+        return Reply(json={"kept": branches is not None})
 
     def stop(self) -> Reply:
         stopped = self.turn is not None and self.turn.stop()
@@ -259,6 +269,7 @@ class Room:
             room=room,
             on_done=self._done,
         )
+        turn.encoder.model = model
         self.turn = turn  # from here a second message is 409, a stop or delete reaches it
         reader = self.wiring.reader()
         detach = turn.attach(reader)
@@ -328,7 +339,9 @@ class Room:
         text = "".join(encoder.text)
         try:
             if text or encoder.reasoning or isinstance(encoder.ending, Finished):
-                self.store.add_message("assistant", text, "".join(encoder.reasoning) or None)
+                self.store.add_message(
+                    "assistant", text, "".join(encoder.reasoning) or None, encoder.details()
+                )
             self.store.end_turn()
         except Exception as exc:  # the turn stays marked streaming: recover() finishes it
             log.error("turn %d: its end could not be stored: %r", turn.number, exc)

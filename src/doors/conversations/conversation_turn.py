@@ -26,6 +26,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from common.answer_details import Timing, details_of
 from common.chat_events import DONE, ChatEncoder, error_event
 from common.conversation_store import (
     Event,
@@ -120,22 +121,39 @@ class Recorder(ChatEncoder):
     """Our SSE events, and the answer kept whole for the conversation's history; a mark lets
     a turn take back what it did not store."""
 
-    __slots__ = ("ending", "reasoning", "text")
+    __slots__ = ("ending", "model", "reasoning", "text", "timing")
 
-    def __init__(self) -> None:
+    def __init__(self, model: str = "") -> None:
         super().__init__()
         self.text: list[str] = []
         self.reasoning: list[str] = []
         self.ending: Finished | Failed | None = None
+        self.model = model  # the model that writes the answer
+        self.timing = Timing()
 
     def answered_by(self, model: str) -> None:
         """A fallback answered instead of the model asked: message_stop names it."""
-        self._model = model
+        self._model = self.model = model
 
     def parts(self, parts: list[Part]) -> bytes:
         for kind, text in parts:
             (self.text if kind == TEXT else self.reasoning).append(text)
+            self.timing.part(kind != TEXT)
         return super().parts(parts)
+
+    def details(self) -> dict[str, Any]:
+        """What the answer's page shows under it (answer_details.py), as it ends."""
+        ending = self.ending
+        if isinstance(ending, Finished):
+            return details_of(
+                self.timing,
+                model=self.model,
+                stop_reason=ending.stop_reason,
+                while_thinking=ending.while_thinking,
+                usage=ending.usage,
+            )
+        error = (ending.code, ending.message) if ending is not None else None
+        return details_of(self.timing, model=self.model, stop_reason=None, error=error)
 
     def finished(self, stop: Finished) -> bytes:
         self.ending = stop

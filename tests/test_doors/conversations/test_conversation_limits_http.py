@@ -101,7 +101,11 @@ def test_an_answer_that_would_pass_the_limit_is_cut_before_it_does(bounded: Runt
     ]
     text = "".join(json.loads(d)["text"] for e, d in got if e == "content_block_delta")
     after = read(bounded, id)
-    assert after["messages"][-1] == {"role": "assistant", "content": text} and text
+    last = dict(after["messages"][-1])
+    details = last.pop("details")
+    assert last == {"role": "assistant", "content": text} and text
+    # How it ended is kept with it: a reload shows the same error under it.
+    assert details["error"]["code"] == "conversation_too_large", details
     assert after["bytes"] == stored_bytes(after["messages"], [response.content]) <= LIMIT
     assert_stopped(bounded.wait_for(lambda c: c["closedAt"] is not None, timeout=10))
 

@@ -257,6 +257,30 @@ CANCELLED = [("message_stop", '{"stop_reason":"cancelled"}'), ("done", "{}")]
 # --- a turn ------------------------------------------------------------------------------------
 
 
+def bare(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The messages without an answer's details (their times are the real clock's)."""
+    return [{k: v for k, v in m.items() if k != "details"} for m in messages]
+
+
+def test_an_answer_is_kept_with_its_details_model_ending_usage_and_times() -> None:
+    r, wiring, _ = created()
+    run(r.message("c0ffee", say("hello"), settings()))
+    pipe = wiring.pipes[0]
+    pipe.feed("Hi")
+    pipe.finish()
+    wiring.settle()
+    details = r.store.messages()[-1]["details"]
+    times = {k: details.pop(k) for k in ("ms", "writing_ms", "at")}
+    assert details == {"model": GEMMA, "stop_reason": "stop"}, details
+    assert all(isinstance(v, int) and v >= 0 for v in times.values()), times
+    assert times["writing_ms"] <= times["ms"], times
+    # A fork carries them into the new conversation, which gives them back.
+    fork, _, _ = created()
+    history = [{"role": "user", "content": "hello"}, r.store.messages()[-1]]
+    fork.create("f00d", history, settings())
+    assert fork.store.messages() == history
+
+
 def test_a_turn_is_numbered_batched_stored_before_it_is_sent_and_kept() -> None:
     r, wiring, lite = created()
     reply = run(r.message("c0ffee", say("hello"), settings()))
@@ -285,7 +309,7 @@ def test_a_turn_is_numbered_batched_stored_before_it_is_sent_and_kept() -> None:
     assert [i for i, _, _ in events(wire)] == [f"1:{n}" for n in range(1, len(events(wire)) + 1)]
     assert ending(wire) == [("message_stop", '{"stop_reason":"stop"}'), ("done", "{}")]
     assert b"".join(e.wire() for e in r.store.events_after(1, 0)) == wire
-    assert r.store.messages()[-1] == {"role": "assistant", "content": texts(wire)}
+    assert bare(r.store.messages())[-1] == {"role": "assistant", "content": texts(wire)}
     assert r.store.size == lite.stored_bytes()
     assert all(t.released for t in wiring.clock.timers)
 
@@ -352,7 +376,7 @@ def test_no_reader_for_the_grace_stops_the_turn_and_a_reader_back_in_time_keeps_
     wiring.clock.advance(1)
     assert pipe.stops == [None]
     wiring.settle()
-    assert r.store.messages()[-1] == {"role": "assistant", "content": "a"}
+    assert bare(r.store.messages())[-1] == {"role": "assistant", "content": "a"}
     assert ending(run_resume(r, None)) == CANCELLED
 
 
@@ -374,7 +398,7 @@ def test_stop_ends_the_answer_and_says_whether_it_stopped_anything() -> None:
     wiring.settle()
     assert ending(wiring.readers[0].data) == CANCELLED
     assert r.stop().json == {"stopped": False}
-    assert r.store.messages()[-1] == {"role": "assistant", "content": "part"}
+    assert bare(r.store.messages())[-1] == {"role": "assistant", "content": "part"}
 
 
 def test_a_message_while_a_turn_runs_or_opens_is_409() -> None:
@@ -430,7 +454,7 @@ def test_a_stop_delete_or_grace_while_the_call_opens_aborts_it(by: str) -> None:
     if by == "delete":
         assert writes == 0, f"{writes} statements after the delete"
     else:
-        assert r.store.messages() == [
+        assert bare(r.store.messages()) == [
             {"role": "user", "content": "x"},
             {"role": "assistant", "content": ""},
         ]
@@ -542,7 +566,7 @@ def test_an_answer_that_would_pass_the_limit_is_cut_and_the_limit_holds() -> Non
     assert json.loads(events(reader)[-2][2])["error"] == "conversation_too_large"
     assert pipe.stops[0] is not None and pipe.stops[0].code == "conversation_too_large"
     sent = texts(reader)
-    assert sent and r.store.messages()[-1] == {"role": "assistant", "content": sent}
+    assert sent and bare(r.store.messages())[-1] == {"role": "assistant", "content": sent}
     assert run_resume(r, None) == reader  # what was sent is what was stored
     assert r.store.size == lite.stored_bytes() <= limit
     with pytest.raises(ApiError) as full:
@@ -650,7 +674,7 @@ def test_a_turn_cut_by_a_restart_keeps_its_partial_answer() -> None:
     again, _, _ = room(lite)  # the object restarted: a new one over the same storage
     assert again.exists() and again.store.streaming
     again.recover()
-    assert again.store.messages() == [
+    assert bare(again.store.messages()) == [
         {"role": "user", "content": "hi"},
         {"role": "assistant", "content": texts(sent)},
     ]
@@ -674,7 +698,7 @@ def test_a_restart_after_the_last_batch_only_files_the_answer() -> None:
     again, _, _ = room(lite)
     again.exists()
     again.recover()
-    assert again.store.messages()[-1] == {"role": "assistant", "content": "done already"}
+    assert bare(again.store.messages())[-1] == {"role": "assistant", "content": "done already"}
     assert ending(run_resume(again, None)) == [
         ("message_stop", '{"stop_reason":"stop"}'),
         ("done", "{}"),
@@ -724,3 +748,13 @@ def test_a_bug_after_the_call_answered_cancels_it_and_keeps_nothing() -> None:
     assert source.cancelled == 1, "the model call it opened was left running"
     assert (r.turn, r.store.messages(), r.store.turn, r.store.size) == (None, [], 0, 0)
     assert lite.stored_bytes() == 0 and wiring.readers[0].closed
+
+
+def test_a_clients_branches_are_kept_beside_the_history_and_given_back() -> None:
+    r, _, _ = created()
+    assert "branches" not in r.get("c0ffee").json  # type: ignore[operator]
+    kept = {"version": 1, "server_length": 0, "messages": [{"id": "a", "alts": [[]]}]}
+    assert r.keep_branches(kept).json == {"kept": True}
+    assert r.get("c0ffee").json["branches"] == kept  # type: ignore[index]
+    assert r.keep_branches(None).json == {"kept": False}
+    assert "branches" not in r.get("c0ffee").json  # type: ignore[operator]
