@@ -19,3 +19,18 @@ class Sql(Protocol):
     def atomic(self, work: Callable[[], None]) -> None:
         """Run `work` as one transaction: if it raises, none of its writes stays."""
         ...
+
+
+class Tables:
+    """A store's tables, made by its first statement: an object that never stores makes none."""
+
+    __slots__ = ("_made", "_schema", "_sql")
+
+    def __init__(self, sql: Sql, schema: tuple[str, ...]) -> None:
+        self._sql, self._schema, self._made = sql, schema, False
+
+    def ready(self) -> None:
+        if not self._made:
+            for statement in self._schema:
+                self._sql.run(statement)
+            self._made = True

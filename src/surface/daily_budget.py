@@ -21,7 +21,7 @@ from typing import Any, Protocol
 
 from base.errors import ApiError
 from base.settings import Lookup, SettingsError
-from base.sql import Sql
+from base.sql import Sql, Tables
 
 VAR = "OWNER_DAILY_TOKENS"
 BINDING = "BUDGETS"
@@ -86,13 +86,7 @@ class DailyUsage:
 
     def __init__(self, sql: Sql) -> None:
         self._sql = sql
-        self._schema = False
-
-    def _ready(self) -> None:
-        if not self._schema:
-            for statement in SCHEMA:
-                self._sql.run(statement)
-            self._schema = True
+        self._ready = Tables(sql, SCHEMA).ready
 
     def used(self, now: float) -> int:
         self._ready()

@@ -25,7 +25,7 @@ from dataclasses import replace
 from typing import Any
 
 from base.errors import ApiError
-from base.sql import Sql
+from base.sql import Sql, Tables
 from surface.access import Identity
 from surface.routing import Context
 from surface.web import WebResponse
@@ -168,13 +168,7 @@ class OwnerIndex:
 
     def __init__(self, sql: Sql) -> None:
         self._sql = sql
-        self._schema = False
-
-    def _ready(self) -> None:
-        if not self._schema:
-            for statement in SCHEMA:
-                self._sql.run(statement)
-            self._schema = True
+        self._ready = Tables(sql, SCHEMA).ready
 
     def _next(self) -> int:
         rows = self._sql.rows("SELECT COALESCE(MAX(seq), 0) + 1 AS next FROM conversations")
