@@ -87,6 +87,7 @@ def test_wrangler_dev_local_serves_assets_and_the_routes_without_a_model() -> No
             health["bindings"]
             == [
                 "AI",
+                "BUDGETS",
                 "CONVERSATIONS",
                 "KEY_RATE_LIMITER",
                 "OWNERS",

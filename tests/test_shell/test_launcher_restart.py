@@ -16,10 +16,10 @@ from conftest import ROOT, Runtime, start_runtime
 
 pytestmark = pytest.mark.runtime
 
-TRIGGER = """        if path == "/__fatal":
-            from _pyodide_core import trigger_fatal_error  # type: ignore[import-not-found]
+TRIGGER = """    if path == "/__fatal":
+        from _pyodide_core import trigger_fatal_error  # type: ignore[import-not-found]
 
-            trigger_fatal_error()
+        trigger_fatal_error()
 """
 
 
@@ -29,7 +29,7 @@ def dying_copy(tmp: Path) -> Path:
     shutil.copy(ROOT / "wrangler.toml", tmp / "wrangler.toml")
     (tmp / "node_modules").symlink_to(ROOT / "node_modules")
     entry = tmp / "src" / "entry.py"
-    anchor = "        path = urlsplit(url).path\n"
+    anchor = "    path = urlsplit(url).path\n"
     text = entry.read_text()
     assert anchor in text, "src/entry.py no longer reads the path where this test expects"
     entry.write_text(text.replace(anchor, anchor + TRIGGER, 1))
