@@ -320,6 +320,17 @@ def test_routes_methods_and_models(runtime: Runtime) -> None:
                 "default_max_tokens": 1024,
             },
             "conversations": True,
+            # wrangler.toml's [vars]: the owner's title, no system prompt, four suggestions.
+            "page": {
+                "title": "AI chat",
+                "system_prompt": "",
+                "suggestions": [
+                    "Explain how rainbows form",
+                    "Write a haiku about the sea",
+                    "Help me plan a week of dinners",
+                    "What is a Durable Object?",
+                ],
+            },
             "version": "0.2.0",
         }
         page = client.get("/")

@@ -67,6 +67,14 @@ def test_two_turns_of_a_durable_conversation_end_and_are_stored(snapshot_run: Ru
             history.append({"role": "assistant", "content": "".join(expected_tokens(history))})
         stored = client.get(base).json()
     assert isinstance(stored.pop("bytes", None), int), stored  # what MAX_CONVERSATION_BYTES counts
+    # Each answer keeps its details (model, ending, usage, times: the real clock's), no question.
+    details = [m.pop("details", None) for m in stored["messages"]]
+    assert [None if d is None else (d["model"], d["stop_reason"]) for d in details] == [
+        None,
+        (GEMMA, "stop"),
+        None,
+        (GEMMA, "stop"),
+    ], details
     assert stored == {"id": base.rsplit("/", 1)[1], "messages": history, "streaming": False}
 
 

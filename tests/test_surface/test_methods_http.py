@@ -46,6 +46,8 @@ def test_the_table_is_what_these_tests_cover() -> None:
             conversation + "/messages",
             conversation + "/stream",
             conversation + "/stop",
+            conversation + "/branches",
+            "/api/v1/files/markdown",
             "/v1/responses/resp_" + CONVERSATION,
             "/v1/responses/resp_" + CONVERSATION + "/input_items",
         ]
