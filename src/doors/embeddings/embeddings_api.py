@@ -23,9 +23,9 @@ from base.settings import Settings
 from common.openai_params import unsupported
 from common.openai_request import openai_error
 from doors.embeddings import embedding_batches, token_ids
-from doors.embeddings.embedding_vectors import ENCODINGS, FLOAT, embedding_list
+from doors.embeddings.embedding_vectors import ENCODINGS, FLOAT, answer_pieces, usage
 from surface.routing import Api, Context, Route, parse_body
-from surface.web import WebResponse, json_response
+from surface.web import WebResponse, pieces_response
 from workers_ai import affinity, budget
 
 # Texts in one request, and tokens in all of them: OpenAI's limits (2,048 inputs, 300,000 tokens
@@ -207,9 +207,11 @@ async def embeddings(ctx: Context) -> WebResponse:
         request.texts,
         session=affinity.key([ctx.request.headers.get(affinity.HEADER), request.user], first),
         key_id=ctx.key_id,
+        width=request.width,
+        encoding=request.encoding,
     )
-    body = embedding_list(parts, model=model, width=request.width, encoding=request.encoding)
-    return json_response(200, body, usage=body["usage"])
+    pieces = answer_pieces(parts, model=model, encoding=request.encoding)
+    return pieces_response(200, pieces, usage=usage(parts))
 
 
 EMBEDDINGS_API = Api(
