@@ -19,9 +19,9 @@ from base import catalog
 from base import settings as config
 from base.errors import ApiError, ClientGone
 from base.settings import Lookup
-from doors.embeddings.embedding_vectors import packed
 from shell.js_glue import js_bind, js_object
 from shell.jsstream import JsByteSource, RelayPipe
+from shell.jsvectors import embedding_result
 from streaming.relay import OneShot, Relay, Source, Upstream
 from surface import rate_limit
 from surface.request_log import CURRENT, RequestLog
@@ -105,27 +105,6 @@ class WorkersAi:
         assert isinstance(source, JsByteSource), source
         window = config.shell_stream_window(env_lookup(self._env))
         await RelayPipe(source.stream, relay, self._signal, window=window, whole=True).to_end()
-
-
-def embedding_result(result: Any) -> object:
-    """An embedding model's answer as Python values, each vector of its `data` packed as it is
-    read (embedding_vectors.packed: an array of doubles), so that one vector's numbers at a
-    time are Python floats, never a call's 100 (bench/notes/2026-11-29-embeddings-memory.md).
-    A vector that does not pack stays as it came, for the core to refuse."""
-    data: Any = getattr(result, "data", None)
-    if not js.Array.isArray(data):
-        return result.to_py()
-    rest = js.Object.assign(js.Object.new(), result)
-    rest.data = js.Array.new()
-    out = rest.to_py()
-    if not isinstance(out, dict):
-        return result.to_py()
-    vectors: list[object] = []
-    for vector in data:
-        values = vector.to_py() if hasattr(vector, "to_py") else vector
-        vectors.append(packed(values) or values)
-    out["data"] = vectors
-    return out
 
 
 async def refresh_catalog(env: Any, lookup: Lookup) -> None:

@@ -5,7 +5,7 @@ base64 (OpenAI's: the little-endian float32 bytes of each vector), with usage su
 A request of 2,048 texts holds two million numbers: as Python floats in lists, and then as the
 JSON text of the whole answer, that was far more than an isolate may hold
 (bench/notes/2026-11-29-embeddings-memory.md). So each vector is packed as soon as it is read
-(packed: an array of doubles, never a list of float objects), kept in the form its answer needs
+(an array of doubles, never a list of float objects: the shell's, or packed()), kept in the form its answer needs
 (kept: float32 where that is the same numbers, or where base64 sends float32 anyway), and the
 answer is written out a piece at a time (answer_pieces), the same bytes json.dumps would make.
 """
@@ -56,8 +56,8 @@ def packed(vector: object) -> array[float] | None:
 
 def vectors(result: object, count: int) -> list[array[float]]:
     """Workers AI's {"shape": [n, width], "data": [[...], ...], "pooling": ...}: one vector of
-    finite numbers per input, all of one width, or a 502. A vector may come packed already (the
-    shell packs each as it reads it: an array of doubles is one that packed() made)."""
+    finite numbers per input, all of one width, or a 502. A vector may come packed already: an
+    array of doubles is one the shell found all finite numbers (shell/jsvectors.py)."""
     data = result.get("data") if isinstance(result, dict) else None
     if not isinstance(data, list) or len(data) != count:
         got = len(data) if isinstance(data, list) else "no"

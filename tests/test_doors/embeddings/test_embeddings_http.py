@@ -241,3 +241,15 @@ def test_a_client_that_leaves_mid_body_releases_the_pieces(runtime: Runtime) -> 
         time.sleep(0.05)
     assert after["live"] == 0, after
     assert after["created"] - before["created"] == after["destroyed"] - before["destroyed"] > 0
+
+
+def test_a_vector_with_something_but_numbers_is_a_502(runtime: Runtime) -> None:
+    """The shell packs only vectors of finite numbers; any other comes to the core, which
+    refuses it as it refuses it on the host."""
+    texts = [f"text {i}" for i in range(150)]
+    texts[120] = "[[fault:malformed]] one"
+    answer = httpx.post(runtime.url + "/v1/embeddings", json={"model": BGE, "input": texts})
+    assert answer.status_code == 502, answer.text[:300]
+    error = answer.json()["error"]
+    assert error["code"] == "upstream_error", error
+    assert "something other than finite numbers" in error["message"], error
