@@ -216,7 +216,10 @@ SCENARIOS: dict[str, Callable[[httpx.AsyncClient], Awaitable[None]]] = {
 
 
 async def main(args: argparse.Namespace) -> int:
-    rt = start_runtime("--inspect", "0", pace_ms=0, vars={"MAX_BODY_BYTES": str(8 * MB)})
+    # A model call's idle limit of a minute, not the tests' 3 s: with every scenario's load on
+    # two shared cores, a call answered late is a 504 that ends a scenario before its peak.
+    worker_vars = {"MAX_BODY_BYTES": str(8 * MB), "UPSTREAM_TIMEOUT_SECONDS": "60"}
+    rt = start_runtime("--inspect", "0", pace_ms=0, vars=worker_vars)
     failed = []
     try:
         sampler = Sampler(rt)
