@@ -10,6 +10,7 @@ import base64
 import json
 import math
 import struct
+import threading
 import time
 
 import httpx
@@ -253,3 +254,37 @@ def test_a_vector_with_something_but_numbers_is_a_502(runtime: Runtime) -> None:
     error = answer.json()["error"]
     assert error["code"] == "upstream_error", error
     assert "something other than finite numbers" in error["message"], error
+
+
+def test_past_4096_texts_under_way_a_request_is_told_to_retry(runtime: Runtime) -> None:
+    """Two requests of 2,048 texts under way (each call of the built-in model takes 1 s):
+    a third request, of one text, is a 503 with Retry-After; once they are done it answers."""
+    answers: dict[str, httpx.Response] = {}
+
+    def post(name: str) -> None:
+        texts = [f"{name}{i} [[pace:1000]]" for i in range(2048)]
+        body = {"model": BASE, "input": texts, "encoding_format": "base64"}
+        answers[name] = httpx.post(runtime.url + "/v1/embeddings", json=body, timeout=300)
+
+    first = max((c["id"] for c in runtime.calls()), default=0)
+    threads = [threading.Thread(target=post, args=(name,)) for name in ("a", "b")]
+    for thread in threads:
+        thread.start()
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        open_calls = [c for c in runtime.calls() if c["id"] > first and c["closedAt"] is None]
+        if {str(c["inputs"]["text"][0])[0] for c in open_calls} == {"a", "b"}:
+            break
+        time.sleep(0.05)
+    busy = httpx.post(runtime.url + "/v1/embeddings", json={"model": BASE, "input": "c"})
+    for thread in threads:
+        thread.join(timeout=300)
+    assert busy.status_code == 503, busy.text[:300]
+    assert busy.headers["retry-after"] == "1"
+    error = busy.json()["error"]
+    assert (error["code"], error["param"]) == ("embeddings_busy", "input"), error
+    statuses = [answers[n].status_code for n in ("a", "b")]
+    assert statuses == [200, 200], [answers[n].text[:300] for n in ("a", "b")]
+    assert len(answers["a"].json()["data"]) == 2048
+    again = httpx.post(runtime.url + "/v1/embeddings", json={"model": BASE, "input": "c"})
+    assert again.status_code == 200, again.text[:300]
