@@ -33,7 +33,8 @@
 //   [[fault:throw]]      run() fails before streaming (500, internalCode 5000)
 //   [[error:NNNN]]       run() fails with that Workers AI error (3040, 3036, 4006, 5006, 5007, 5021, 5028)
 //   [[fault:midstream]]  the connection breaks after 3 tokens
-//   [[fault:malformed]]  malformed JSON frames between tokens (the answer still completes)
+//   [[fault:malformed]]  malformed JSON frames between tokens (the answer still completes);
+//                        in an embedding text, a null and a string in its vector
 //   [[fault:stall]]      the stream goes silent after 2 tokens, forever
 //   [[fault:nodone]]     the stream ends without `data: [DONE]`
 //   [[fault:split]]      frames re-cut at random byte boundaries (seeded, so repeatable)
@@ -428,7 +429,10 @@ export function embeddingVector(text, width) {
 // As Workers AI answers: {shape: [n, width], data: [[...]], pooling}; no usage.
 function embeddings(model, texts) {
   const width = EMBEDDING_WIDTHS[model];
-  return { shape: [texts.length, width], data: texts.map((t) => embeddingVector(t, width)), pooling: "cls" };
+  const data = texts.map((t) => embeddingVector(t, width));
+  // [[fault:malformed]] in a text: its vector holds a null and a string among the numbers.
+  texts.forEach((t, i) => { if (t.includes("[[fault:malformed]]")) data[i].splice(1, 2, null, "0.5"); });
+  return { shape: [texts.length, width], data, pooling: "cls" };
 }
 
 function sendJson(res, status, value, headers = {}) {

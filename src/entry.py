@@ -44,6 +44,7 @@ from shell.conversation_object import Conversation  # noqa: F401
 from shell.durable_stubs import DurableConversations, DurableOwnerIndexes, DurableResponses
 from shell.js_glue import js_headers
 from shell.jsbody import RequestBody
+from shell.jspieces import PiecesStream
 from shell.jsstream import JsByteSource, RelayPipe
 from shell.late_body import LateBody, within
 from shell.owner_index_object import ConversationIndex  # noqa: F401
@@ -61,7 +62,7 @@ from surface.request_log import (
     request_id,
     route_of,
 )
-from surface.web import Forwarded, WebRequest, WebResponse
+from surface.web import Forwarded, Pieces, WebRequest, WebResponse
 
 log = logging.getLogger("entry")
 
@@ -282,6 +283,11 @@ def _to_response(
             record.responded(response, time.monotonic())
             record.write(_emit)
         body = getattr(response.body.response, "body", None)
+    elif isinstance(response.body, Pieces):
+        if record is not None:
+            record.responded(response, time.monotonic())
+            record.write(_emit)
+        body = PiecesStream(response.body.chunks).stream
     else:
         source, relay, after = response.body.source, response.body.relay, response.body.after
         if record is not None:

@@ -13,7 +13,7 @@ from host_driver import drive
 from routes import TABLE
 from streaming.relay import Relayed
 from surface.policy import handle
-from surface.web import WebRequest, WebResponse
+from surface.web import Pieces, WebRequest, WebResponse
 
 URL = "https://chat.example.dev"
 
@@ -60,3 +60,11 @@ def streamed(response: WebResponse) -> bytes:
         return b"".join([chunk async for chunk in drive(source, relay)])
 
     return asyncio.run(run())
+
+
+def whole(response: WebResponse) -> bytes:
+    """A whole answer's body: its bytes, or its pieces joined (surface.web.Pieces)."""
+    if isinstance(response.body, Pieces):
+        return response.body.joined()
+    assert isinstance(response.body, bytes), response
+    return response.body

@@ -25,6 +25,7 @@ from base.errors import ApiError, ClientGone
 from base.settings import Lookup
 from shell.js_glue import js_bind, js_object
 from shell.jsstream import JsByteSource, RelayPipe
+from shell.jsvectors import embedding_result
 from streaming.relay import OneShot, Relay, Source, Upstream
 from surface import daily_budget, rate_limit
 from surface.request_log import RequestLog
@@ -145,6 +146,8 @@ class WorkersAi:
             self.answers_whole = True
         if getattr(getattr(result, "constructor", None), "name", None) == "ReadableStream":
             return JsByteSource(result)
+        if "text" in inputs and hasattr(result, "to_py"):  # an embedding call
+            return OneShot(result=embedding_result(result))
         return OneShot(result=result.to_py() if hasattr(result, "to_py") else result)
 
     async def to_markdown(self, name: str, mime: str, data: bytes) -> dict[str, Any]:

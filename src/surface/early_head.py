@@ -16,7 +16,7 @@ from base.errors import ApiError
 from base.settings import Lookup, SettingsError
 from surface.policy import cors_headers
 from surface.routing import app_error
-from surface.web import API_HEADERS, JSON_HEADERS, Headers, WebRequest, WebResponse
+from surface.web import API_HEADERS, JSON_HEADERS, Headers, Pieces, WebRequest, WebResponse
 
 WHOLE_HEAD_SECONDS_DEFAULT = 10.0
 # What a heartbeat writes: JSON whitespace, before the answer's value.
@@ -58,6 +58,10 @@ def late_body(response: WebResponse) -> bytes:
     its error object says it); anything that is not a whole body is an internal error."""
     if isinstance(response.body, bytes) and response.body:
         return response.body
+    if isinstance(response.body, Pieces):
+        # An embedding answer made in pieces (embedding_vectors.answer_pieces): whole here, as
+        # the late body is one write.
+        return response.body.joined()
     error = ApiError(500, "internal_error", "The request could not be completed.")
     return error_body(error)
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import urlsplit
@@ -32,13 +32,26 @@ class Forwarded:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Pieces:
+    """A whole answer written out a piece at a time, each piece made when the client is ready
+    for it (the shell pulls them), so that a large answer is never one string in memory. Its
+    maker checks everything that can fail before the first piece."""
+
+    chunks: Iterator[bytes]
+
+    def joined(self) -> bytes:
+        """All of it at once (the host tests)."""
+        return b"".join(self.chunks)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class WebResponse:
     """``code``: an error answer's stable code; ``usage``: a whole answer's token counts (the
     relay's flat form). The request log reads both here, never from the body."""
 
     status: int
     headers: Headers = ()
-    body: bytes | Relayed | Forwarded = b""
+    body: bytes | Relayed | Forwarded | Pieces = b""
     code: str | None = None
     usage: Mapping[str, int] | None = None
 
@@ -98,6 +111,13 @@ def json_response(
     return WebResponse(
         status=status, headers=JSON_HEADERS + headers, body=body, code=code, usage=usage
     )
+
+
+def pieces_response(
+    status: int, chunks: Iterator[bytes], *, usage: Mapping[str, int] | None = None
+) -> WebResponse:
+    """A JSON answer too large to hold whole, written a piece at a time (Pieces)."""
+    return WebResponse(status=status, headers=JSON_HEADERS, body=Pieces(chunks=chunks), usage=usage)
 
 
 def sse_response(body: Relayed, headers: Headers = ()) -> WebResponse:

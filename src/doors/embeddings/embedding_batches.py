@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TypeVar
 
 from base import catalog
 from base.errors import ApiError
 from base.settings import Settings
-from doors.embeddings.embedding_vectors import Part, part
+from doors.embeddings.embedding_vectors import FLOAT, Part, part
 from streaming.relay import OneShot
 from workers_ai import fallback
 from workers_ai.service import ChatModel, open_answer
@@ -31,8 +31,15 @@ from workers_ai.service import ChatModel, open_answer
 # a call (the Worker's own CPU per answer is then the wait), and they leave two of the six
 # connections a Worker request may hold open (bench/notes/2026-11-26-embedding-batches.md).
 AT_ONCE = 4
-
 T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Shape:
+    """How the answer keeps each vector: the asked width (None: the model's) and encoding."""
+
+    width: int | None
+    encoding: str
 
 
 def _fallbacks(model: str, settings: Settings) -> list[str]:
@@ -80,21 +87,25 @@ async def embed(
     *,
     session: str,
     key_id: str | None,
+    width: int | None = None,
+    encoding: str = FLOAT,
 ) -> tuple[str, list[Part]]:
-    """The model that answered, and its answer to each batch of `texts`, in order."""
+    """The model that answered, and its answer to each batch of `texts`, in order, each vector
+    kept as the answer in `encoding` at `width` needs it (embedding_vectors.part)."""
     size = batch_size(model, settings)
     batches = [texts[i : i + size] for i in range(0, len(texts), size)]
+    shape = Shape(width, encoding)
 
     def job(
         batch: tuple[str, ...], model: str, settings: Settings
     ) -> Callable[[], Awaitable[Part]]:
         async def call() -> Part:
-            return (await _call(ai, settings, model, batch, session, key_id))[1]
+            return (await _call(ai, settings, model, batch, session, key_id, shape))[1]
 
         return call
 
     if _fallbacks(model, settings):
-        model, first = await _call(ai, settings, model, batches[0], session, key_id)
+        model, first = await _call(ai, settings, model, batches[0], session, key_id, shape)
         alone = replace(settings, fallback_models=())
         rest = await in_order([job(b, model, alone) for b in batches[1:]], AT_ONCE)
         return model, [first, *rest]
@@ -108,6 +119,7 @@ async def _call(
     batch: tuple[str, ...],
     session: str,
     key_id: str | None,
+    shape: Shape,
 ) -> tuple[str, Part]:
     opened = await open_answer(
         ai, settings, model, {"text": list(batch)}, session=session, key_id=key_id
@@ -116,4 +128,4 @@ async def _call(
     if not isinstance(source, OneShot):  # an embedding model answers whole; never seen
         source.cancel()
         raise ApiError(502, "upstream_error", "The embedding model streamed; it should not.")
-    return opened.model, part(source.result, batch)
+    return opened.model, part(source.result, batch, width=shape.width, encoding=shape.encoding)

@@ -22,10 +22,10 @@ from base.errors import ApiError, invalid, json_shown, shown
 from base.settings import Settings
 from common.openai_params import unsupported
 from common.openai_request import openai_error
-from doors.embeddings import embedding_batches, token_ids
-from doors.embeddings.embedding_vectors import ENCODINGS, FLOAT, embedding_list
+from doors.embeddings import embedding_batches, embedding_load, token_ids
+from doors.embeddings.embedding_vectors import ENCODINGS, FLOAT, answer_pieces, usage
 from surface.routing import Api, Context, Route, parse_body
-from surface.web import WebResponse, json_response
+from surface.web import WebResponse, pieces_response
 from workers_ai import affinity, budget
 
 # Texts in one request, and tokens in all of them: OpenAI's limits (2,048 inputs, 300,000 tokens
@@ -215,16 +215,24 @@ def parse_embeddings(body: dict[str, Any], settings: Settings) -> EmbeddingReque
 async def embeddings(ctx: Context) -> WebResponse:
     request = parse_embeddings(await parse_body(ctx), ctx.settings)
     first = [{"role": "user", "content": request.texts[0]}]
-    model, parts = await embedding_batches.embed(
-        ctx.model,
-        ctx.settings,
-        request.model,
-        request.texts,
-        session=affinity.key([ctx.request.headers.get(affinity.HEADER), request.user], first),
-        key_id=ctx.key_id,
-    )
-    body = embedding_list(parts, model=model, width=request.width, encoding=request.encoding)
-    return json_response(200, body, usage=body["usage"])
+    release = embedding_load.hold(len(request.texts))
+    try:
+        model, parts = await embedding_batches.embed(
+            ctx.model,
+            ctx.settings,
+            request.model,
+            request.texts,
+            session=affinity.key([ctx.request.headers.get(affinity.HEADER), request.user], first),
+            key_id=ctx.key_id,
+            width=request.width,
+            encoding=request.encoding,
+        )
+        pieces = answer_pieces(parts, model=model, encoding=request.encoding)
+    except BaseException:
+        release()
+        raise
+    body = embedding_load.released_after(pieces, release)
+    return pieces_response(200, body, usage=usage(parts))
 
 
 EMBEDDINGS_API = Api(

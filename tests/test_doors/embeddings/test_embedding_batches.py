@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fakes import FakeLimiter
-from host_app import call, request
+from host_app import call, request, whole
 
 from base import catalog
 from base.settings import load
@@ -87,7 +87,7 @@ def test_2048_texts_in_calls_of_100_at_most_4_at_once_joined_in_order() -> None:
     sent = texts(2048)
     response = post({"input": sent, "model": BGE}, model)
     assert response.status == 200, response.body
-    body = json.loads(response.body)  # type: ignore[arg-type]
+    body = json.loads(whole(response))
     assert [d["index"] for d in body["data"]] == list(range(2048))
     assert [d["embedding"] for d in body["data"]] == [vector(t) for t in sent]
     assert [len(texts) for _, texts, _ in model.calls] == [100] * 20 + [48]
@@ -104,7 +104,7 @@ def test_token_ids_count_as_one_input_each() -> None:
     response = post({"input": [hello, "text"] * 75, "model": BGE}, model)
     assert response.status == 200, response.body
     assert [len(texts) for _, texts, _ in model.calls] == [100, 50]
-    vectors = [d["embedding"] for d in json.loads(response.body)["data"]]  # type: ignore[arg-type]
+    vectors = [d["embedding"] for d in json.loads(whole(response))["data"]]
     assert vectors == [vector("Hello, world!"), vector("text")] * 75
 
 
@@ -125,7 +125,7 @@ def test_a_fallback_answers_every_batch_or_none() -> None:
     env = {"AI_MODELS": "m1", "AI_FALLBACK_MODELS": GEMMA}
     model = BatchModel(busy={BGE})
     response = post({"input": texts(250), "model": BGE}, model, env)
-    assert response.status == 200 and json.loads(response.body)["model"] == GEMMA  # type: ignore[arg-type]
+    assert response.status == 200 and json.loads(whole(response))["model"] == GEMMA
     assert [(m, len(t)) for m, t, _ in model.calls] == [
         (BGE, 100),
         (GEMMA, 100),

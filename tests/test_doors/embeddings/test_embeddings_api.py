@@ -4,20 +4,32 @@ base64), narrower widths, the route over a fake model with the other doors' poli
 from __future__ import annotations
 
 import base64
+import gc
 import json
 import math
+import random
 import struct
+import weakref
+from array import array
 from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
 from fakes import FakeLimiter
-from host_app import call, request
+from host_app import call, request, whole
 
 from base import catalog
 from base.errors import ApiError
 from base.settings import SettingsError, load
-from doors.embeddings.embedding_vectors import embedding_list, narrowed, part, vectors
+from doors.embeddings.embedding_vectors import (
+    PIECE_BYTES,
+    Part,
+    answer_pieces,
+    narrowed,
+    part,
+    usage,
+    vectors,
+)
 from doors.embeddings.embeddings_api import (
     MAX_INPUT_CHARS,
     MAX_INPUT_TOKENS,
@@ -27,7 +39,7 @@ from doors.embeddings.embeddings_api import (
 )
 from doors.embeddings.token_ids import TableError, TokenTable, table
 from streaming.relay import OneShot
-from surface.web import WebResponse
+from surface.web import Pieces, WebResponse, json_response
 from workers_ai import fallback
 from workers_ai.service import RunOptions, UpstreamFailure
 
@@ -180,9 +192,12 @@ def test_dimensions_the_model_has() -> None:
 RESULT = {"shape": [2, 2], "data": [[0.5, -0.25], [1, 0.0]], "pooling": "cls"}
 
 
+def answer(parts: list[Part], *, model: str = "e", encoding: str = "float") -> bytes:
+    return b"".join(answer_pieces(parts, model=model, encoding=encoding))
+
+
 def test_float_body_exact_bytes() -> None:
-    body = embedding_list([part(RESULT, ("hi", "there"))], model="e", width=None, encoding="float")
-    assert json.dumps(body, ensure_ascii=False).encode() == (
+    assert answer([part(RESULT, ("hi", "there"))]) == (
         b'{"object": "list", "data": [{"object": "embedding", "index": 0, "embedding": [0.5, -0.25]},'
         b' {"object": "embedding", "index": 1, "embedding": [1.0, 0.0]}], "model": "e",'
         b' "usage": {"prompt_tokens": 3, "total_tokens": 3}}'
@@ -190,7 +205,8 @@ def test_float_body_exact_bytes() -> None:
 
 
 def test_base64_is_little_endian_float32() -> None:
-    body = embedding_list([part(RESULT, ("hi", "there"))], model="e", width=None, encoding="base64")
+    parts = [part(RESULT, ("hi", "there"), encoding="base64")]
+    body = json.loads(answer(parts, encoding="base64"))
     first = body["data"][0]["embedding"]
     assert first == "AAAAPwAAgL4="  # 0.5 = 00 00 00 3f, -0.25 = 00 00 80 be
     assert base64.b64decode(first) == b"\x00\x00\x00\x3f\x00\x00\x80\xbe"
@@ -199,17 +215,16 @@ def test_base64_is_little_endian_float32() -> None:
 
 def test_the_models_own_usage_wins() -> None:
     result = {**RESULT, "usage": {"prompt_tokens": 9}}
-    body = embedding_list([part(result, ("a", "b"))], model="e", width=None, encoding="float")
-    assert body["usage"] == {"prompt_tokens": 9, "total_tokens": 9}
+    parts = [part(result, ("a", "b"))]
+    assert usage(parts) == {"prompt_tokens": 9, "total_tokens": 9}
+    assert json.loads(answer(parts))["usage"] == {"prompt_tokens": 9, "total_tokens": 9}
 
 
 def test_a_narrower_vector_is_a_unit_vector_again() -> None:
     assert narrowed([3.0, 4.0, 12.0], 2) == [0.6, 0.8]
     assert narrowed([3.0, 4.0], 2) == [3.0, 4.0]
-    body = embedding_list(
-        [part({"data": [[3.0, 4.0, 12.0]]}, ("a",))], model="e", width=2, encoding="float"
-    )
-    assert body["data"][0]["embedding"] == [0.6, 0.8]
+    parts = [part({"data": [[3.0, 4.0, 12.0]]}, ("a",), width=2)]
+    assert json.loads(answer(parts))["data"][0]["embedding"] == [0.6, 0.8]
 
 
 @pytest.mark.parametrize(
@@ -223,6 +238,7 @@ def test_a_narrower_vector_is_a_unit_vector_again() -> None:
         {"data": [[0.1], [True]]},
         {"data": [[0.1], [10**400]]},
         {"data": [[], []]},
+        {"data": [array("d", [0.1]), [0.1, 0.2]]},
     ],
 )
 def test_an_unusable_result_is_a_502(result: object) -> None:
@@ -231,11 +247,125 @@ def test_an_unusable_result_is_a_502(result: object) -> None:
     assert (caught.value.status, caught.value.code) == (502, "upstream_error")
 
 
-def test_a_float32_overflow_is_a_502() -> None:
+def test_a_float32_overflow_is_a_502_before_any_piece() -> None:
     with pytest.raises(ApiError, match="float32"):
-        embedding_list(
-            [part({"data": [[1e300]]}, ("a",))], model="e", width=None, encoding="base64"
-        )
+        part({"data": [[1e300]]}, ("a",), encoding="base64")
+    # float32's largest, rounded up past it by the cast, as struct.pack refuses it
+    with pytest.raises(ApiError, match="float32"):
+        part({"data": [[3.4028236e38]]}, ("a",), encoding="base64")
+    assert part({"data": [[1e300]]}, ("a",)).vectors[0].tolist() == [1e300]  # as a JSON number
+
+
+def test_vectors_of_two_widths_fail_before_any_piece() -> None:
+    parts = [part({"data": [[0.5]]}, ("a",)), part({"data": [[0.5, 0.5]]}, ("b",))]
+    with pytest.raises(ApiError, match="different widths"):
+        answer_pieces(parts, model="e", encoding="float")  # not when the first piece is read
+
+
+# What the answer was before it was written in pieces: the whole list, json.dumps'd at once,
+# numbers packed by struct.pack (src/doors/embeddings before 2026-11-29). The pieces must be
+# these bytes exactly.
+def reference(
+    data: list[list[float]], *, model: str, width: int | None, encoding: str, tokens: int
+) -> bytes:
+    out: list[dict[str, object]] = []
+    for vector in data:
+        if width is not None:
+            vector = narrowed(vector, width)  # type: ignore[assignment]
+        if encoding == "base64":
+            packed = struct.pack("<%df" % len(vector), *vector)
+            embedding: object = base64.b64encode(packed).decode("ascii")
+        else:
+            embedding = [float(x) for x in vector]
+        out.append({"object": "embedding", "index": len(out), "embedding": embedding})
+    value = {
+        "object": "list",
+        "data": out,
+        "model": model,
+        "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+    }
+    try:
+        return json.dumps(value, ensure_ascii=False).encode()
+    except UnicodeEncodeError:
+        return json.dumps(value).encode()
+
+
+def numbers(seed: int, count: int, width: int, *, single: bool) -> list[list[float]]:
+    """Vectors of doubles, or of doubles that are float32 values (what a model's tensor
+    holds), with a few ints, zeros of both signs, tiny and large numbers among them."""
+    rng = random.Random(seed)
+    out = []
+    for _ in range(count):
+        row: list[float] = [rng.uniform(-1, 1) for _ in range(width)]
+        row[0], row[-1] = -0.0, 1e-45 if single else 5e-324
+        if width > 4:
+            row[1], row[2] = 0, 3  # ints, as JSON.parse hands whole numbers
+        if single:
+            row = [struct.unpack("<f", struct.pack("<f", x))[0] for x in row]
+        out.append(row)
+    return out
+
+
+@pytest.mark.parametrize("encoding", ["float", "base64"])
+@pytest.mark.parametrize("width", [None, 3, 64])
+@pytest.mark.parametrize("single", [True, False])
+def test_the_pieces_are_the_whole_answers_bytes(
+    encoding: str, width: int | None, single: bool
+) -> None:
+    data = numbers(7, 250, 1024 if width != 3 else 8, single=single)
+    calls = [data[i : i + 100] for i in range(0, len(data), 100)]
+    texts = [tuple(f"t{i}" for i in range(len(c))) for c in calls]
+    parts = [
+        part({"data": c}, t, width=width, encoding=encoding)
+        for c, t in zip(calls, texts, strict=True)
+    ]
+    tokens = usage(parts)["prompt_tokens"]
+    pieces = list(answer_pieces(parts, model="@cf/baai/bge-m3", encoding=encoding))
+    expected = reference(
+        data, model="@cf/baai/bge-m3", width=width, encoding=encoding, tokens=tokens
+    )
+    got = b"".join(pieces)
+    assert got == expected, next(
+        f"first difference at byte {i}: {got[i - 40 : i + 40]!r} != {expected[i - 40 : i + 40]!r}"
+        for i in range(min(len(got), len(expected)) + 1)
+        if got[i : i + 1] != expected[i : i + 1]
+    )
+    # each piece a vector or more, none much past PIECE_BYTES
+    assert len(pieces) >= len(expected) // (PIECE_BYTES + 25_000)
+    assert all(len(p) < PIECE_BYTES + 25_000 for p in pieces), [len(p) for p in pieces]
+
+
+def test_float32_numbers_are_kept_as_float32_and_others_as_doubles() -> None:
+    single = part({"data": numbers(1, 2, 16, single=True)}, ("a", "b"))
+    double = part({"data": numbers(1, 2, 16, single=False)}, ("a", "b"))
+    b64 = part({"data": numbers(1, 2, 16, single=False)}, ("a", "b"), encoding="base64")
+    assert [v.typecode for v in single.vectors] == ["f", "f"]
+    assert [v.typecode for v in double.vectors] == ["d", "d"]
+    assert [v.typecode for v in b64.vectors] == ["f", "f"]
+    assert single.vectors[0].tolist() == numbers(1, 2, 16, single=True)[0]
+
+
+@pytest.mark.parametrize("model", ["e-\u00e9\u4e16", "e-\udc80"])
+def test_the_model_name_is_written_as_json_response_writes_it(model: str) -> None:
+    parts = [part(RESULT, ("hi", "there"))]
+    value = json.loads(answer(parts))
+    value["model"] = model
+    body = json_response(200, value).body
+    assert answer(parts, model=model) == body
+
+
+def test_each_part_is_let_go_once_it_is_written() -> None:
+    parts = [part({"data": [[0.5] * 2048] * 40}, tuple("a" * 40)) for _ in range(3)]
+    first = weakref.ref(parts[0].vectors[0])
+    pieces = answer_pieces(parts, model="e", encoding="float")
+    del parts
+    assert first() is not None
+    sent = 0
+    while sent < 40 * 10_240 + PIECE_BYTES:  # 40 vectors of 10 KB, and a piece of the next part
+        sent += len(next(pieces))
+    gc.collect()
+    assert first() is None, "the first call's vectors are still held"
+    assert b"".join(pieces).endswith(b'"total_tokens": 120}}')
 
 
 @dataclass
@@ -274,8 +404,8 @@ def post(
 def test_the_route_opens_the_model_as_every_door_does() -> None:
     model = OneShotModel(RESULT)
     response = post({"input": ["hi", "there"], "model": GEMMA}, {"AI_MODELS": "m1"}, model)
-    assert response.status == 200 and isinstance(response.body, bytes)
-    assert json.loads(response.body)["model"] == GEMMA
+    assert response.status == 200 and isinstance(response.body, Pieces)
+    assert json.loads(whole(response))["model"] == GEMMA
     assert model.calls == [(GEMMA, {"text": ["hi", "there"]})]
     assert response.usage == {"prompt_tokens": 3, "total_tokens": 3}
 
@@ -290,7 +420,7 @@ def test_kill_switch_keys_and_a_busy_model_fall_back_to_embedding_models_only() 
     env = {"AI_MODELS": "m1", "AI_FALLBACK_MODELS": "@cf/meta/x," + GEMMA}
     model = OneShotModel({"data": [[1.0, 0.0]]}, fails={BGE: busy})
     response = post({"input": "a"}, env, model)
-    assert response.status == 200 and json.loads(response.body)["model"] == GEMMA  # type: ignore[arg-type]
+    assert response.status == 200 and json.loads(whole(response))["model"] == GEMMA
     assert [m for m, _ in model.calls] == [BGE, GEMMA]
 
 

@@ -1,13 +1,17 @@
 """/v1/embeddings over HTTP on workerd, through its own Ai class and the built-in model: the
 openai SDK (its default base64, and floats), LangChain's OpenAIEmbeddings (by default, token ids),
 token ids from the openai SDK, narrower widths, /v1/models, and the 400s between chat and
-embedding models (issue 34)."""
+embedding models (issue 34); the body written in pieces, byte for byte the whole answer, and
+released when the client leaves (issue 46)."""
 
 from __future__ import annotations
 
 import base64
+import json
 import math
 import struct
+import threading
+import time
 
 import httpx
 import openai
@@ -158,3 +162,129 @@ def test_a_failing_model_is_an_openai_shaped_error(client: openai.OpenAI) -> Non
         client.embeddings.create(model=BGE, input="[[error:3040]] busy")
     with pytest.raises(openai.InternalServerError):
         client.embeddings.create(model=BGE, input="[[fault:throw]] broken")
+
+
+def float_sum(values: list[float]) -> float:
+    """sum() of floats as the Worker's Python (3.12 and later) adds them: Neumaier's
+    compensated sum, where the host's 3.11 adds them plainly."""
+    total = compensation = 0.0
+    for x in values:
+        t = total + x
+        if abs(total) >= abs(x):
+            compensation += (total - t) + x
+        else:
+            compensation += (x - t) + total
+        total = t
+    return total + compensation if compensation and math.isfinite(compensation) else total
+
+
+def whole_answer(
+    texts: list[str], width: int, dimensions: int | None, encoding: str, model: str
+) -> bytes:
+    """The answer as it was before it was written in pieces: the whole list json.dumps'd at
+    once, numbers packed by struct.pack, tokens estimated per text (the model gives none)."""
+    data: list[dict[str, object]] = []
+    for vector in expected(texts, width):
+        if dimensions is not None:
+            head = vector[:dimensions]
+            norm = math.sqrt(float_sum([x * x for x in head]))
+            vector = [x / norm for x in head]
+        embedding: object = vector
+        if encoding == "base64":
+            packed = struct.pack("<%df" % len(vector), *vector)
+            embedding = base64.b64encode(packed).decode("ascii")
+        data.append({"object": "embedding", "index": len(data), "embedding": embedding})
+    tokens = sum(max(1, math.ceil(len(t) / 4)) for t in texts)
+    usage = {"prompt_tokens": tokens, "total_tokens": tokens}
+    value = {"object": "list", "data": data, "model": model, "usage": usage}
+    return json.dumps(value, ensure_ascii=False).encode()
+
+
+@pytest.mark.parametrize(
+    ("model", "width", "dimensions", "encoding"),
+    [(BGE, 1024, None, "float"), (BGE, 1024, None, "base64"), (GEMMA, 768, 256, "float")],
+)
+def test_the_body_written_in_pieces_is_the_whole_answers_bytes(
+    runtime: Runtime, model: str, width: int, dimensions: int | None, encoding: str
+) -> None:
+    """250 texts: three calls, vectors kept as float32 (the built-in model's are) or as doubles
+    (a narrowed vector's are not float32), the body written in many pieces."""
+    texts = [f"text {i} " + "wörd " * (i % 7) for i in range(250)]
+    body: dict[str, object] = {"model": model, "input": texts, "encoding_format": encoding}
+    if dimensions is not None:
+        body["dimensions"] = dimensions
+    answer = httpx.post(runtime.url + "/v1/embeddings", json=body, timeout=120)
+    assert answer.status_code == 200, answer.text[:500]
+    assert answer.headers["content-type"] == "application/json; charset=utf-8"
+    got, want = answer.content, whole_answer(texts, width, dimensions, encoding, model)
+    assert got == want, next(
+        f"first difference at byte {i} of {len(want)}: {got[i - 40 : i + 40]!r}"
+        f" != {want[i - 40 : i + 40]!r}"
+        for i in range(min(len(got), len(want)) + 1)
+        if got[i : i + 1] != want[i : i + 1]
+    )
+
+
+def test_a_client_that_leaves_mid_body_releases_the_pieces(runtime: Runtime) -> None:
+    before = runtime.stats()
+    texts = [f"text {i}" for i in range(400)]  # ~8 MB of JSON numbers
+    with (
+        httpx.Client(base_url=runtime.url, timeout=60) as http,
+        http.stream("POST", "/v1/embeddings", json={"model": BGE, "input": texts}) as answer,
+    ):
+        assert answer.status_code == 200
+        for _ in answer.iter_raw(65_536):
+            break  # and the connection closes
+    whole = httpx.post(runtime.url + "/v1/embeddings", json={"model": BGE, "input": texts[:3]})
+    assert whole.status_code == 200 and len(whole.json()["data"]) == 3
+    deadline = time.monotonic() + 30
+    while (after := runtime.stats())["live"] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert after["live"] == 0, after
+    assert after["created"] - before["created"] == after["destroyed"] - before["destroyed"] > 0
+
+
+def test_a_vector_with_something_but_numbers_is_a_502(runtime: Runtime) -> None:
+    """The shell packs only vectors of finite numbers; any other comes to the core, which
+    refuses it as it refuses it on the host."""
+    texts = [f"text {i}" for i in range(150)]
+    texts[120] = "[[fault:malformed]] one"
+    answer = httpx.post(runtime.url + "/v1/embeddings", json={"model": BGE, "input": texts})
+    assert answer.status_code == 502, answer.text[:300]
+    error = answer.json()["error"]
+    assert error["code"] == "upstream_error", error
+    assert "something other than finite numbers" in error["message"], error
+
+
+def test_past_4096_texts_under_way_a_request_is_told_to_retry(runtime: Runtime) -> None:
+    """Two requests of 2,048 texts under way (each call of the built-in model takes 1 s):
+    a third request, of one text, is a 503 with Retry-After; once they are done it answers."""
+    answers: dict[str, httpx.Response] = {}
+
+    def post(name: str) -> None:
+        texts = [f"{name}{i} [[pace:1000]]" for i in range(2048)]
+        body = {"model": BASE, "input": texts, "encoding_format": "base64"}
+        answers[name] = httpx.post(runtime.url + "/v1/embeddings", json=body, timeout=300)
+
+    first = max((c["id"] for c in runtime.calls()), default=0)
+    threads = [threading.Thread(target=post, args=(name,)) for name in ("a", "b")]
+    for thread in threads:
+        thread.start()
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        open_calls = [c for c in runtime.calls() if c["id"] > first and c["closedAt"] is None]
+        if {str(c["inputs"]["text"][0])[0] for c in open_calls} == {"a", "b"}:
+            break
+        time.sleep(0.05)
+    busy = httpx.post(runtime.url + "/v1/embeddings", json={"model": BASE, "input": "c"})
+    for thread in threads:
+        thread.join(timeout=300)
+    assert busy.status_code == 503, busy.text[:300]
+    assert busy.headers["retry-after"] == "1"
+    error = busy.json()["error"]
+    assert (error["code"], error["param"]) == ("embeddings_busy", "input"), error
+    statuses = [answers[n].status_code for n in ("a", "b")]
+    assert statuses == [200, 200], [answers[n].text[:300] for n in ("a", "b")]
+    assert len(answers["a"].json()["data"]) == 2048
+    again = httpx.post(runtime.url + "/v1/embeddings", json={"model": BASE, "input": "c"})
+    assert again.status_code == 200, again.text[:300]
