@@ -19,6 +19,7 @@ import {
   imageBytes, limitsFrom, loadDefaults, loadState, modelLabels, newId, reasoningFrom, regenerateFrom, renameChat,
   restoreChat, saveDefaults, saveState, searchChats, selectChat, sendableMessages, settingsBody, startChat,
   switchVersion, thoughtFor, touchChat, usageLine, versionOf,
+  loadThink, saveThink, thinkBody, thinkControlsFrom, thinkDefaultFrom, thinkNote, thinkOf,
 } from "./chat-core.js";
 import { StreamingMarkdown, renderMarkdown } from "./markdown.js";
 
@@ -29,6 +30,7 @@ const announcer = $("announcer"), composerError = $("composer-error"), editing =
 const attach = $("attach"), fileInput = $("file"), attachments = $("attachments"), attachNote = $("attach-note");
 const storageNote = $("storage-note"), jump = $("jump"), search = $("search"), toast = $("toast");
 const settings = $("settings"), shortcuts = $("shortcuts"), offBanner = $("off-banner"), scrim = $("scrim");
+const think = $("think"), thinkTools = $("composer-tools"), thinkNoteText = $("think-note");
 
 const EMPTY_TEXT = "Ask anything. Answers stream in as they are written.";
 // The owner's settings (GET /api/v1/models `page`: CHAT_TITLE, SYSTEM_PROMPT, CHAT_SUGGESTIONS).
@@ -37,6 +39,10 @@ const state = loadState(localStorage);
 let limits = { ...DEFAULT_LIMITS };
 let reasoning = [];
 let capabilities = null;   // null: the service announces none (it takes no images, no reasoning back)
+let thinkControls = {};    // the models with a Think toggle (chat-core.js thinkControlsFrom)
+let chosenThink = loadThink(localStorage);   // the last Think choice made here (null: none yet)
+let serviceThink = false;  // where none was made: AI_THINKING "auto" starts it on (GET /api/v1/models)
+const lastThink = () => chosenThink ?? serviceThink;   // what a chat without its own choice shows
 let defaultModel = "";
 let inFlight = null;       // { controller, chatId, stopping }
 let owner = null;          // this browser's owner token (durable chats only): Settings, "Your chats"
@@ -258,6 +264,7 @@ function drawChat() {
   modelSelect.title = currentModel();
   drawChatList();
   drawImageControls();
+  drawThink();
   log.scrollTop = log.scrollHeight;
   updateJump();
 }
@@ -698,6 +705,10 @@ async function ask(chat, { versions = {}, continuing = null } = {}) {
   if (modelSelect.value) body.model = modelSelect.value;
   Object.assign(body, settingsBody(chat, limits));
   chat.model = modelSelect.value;
+  // A chat keeps the Think choice it was first answered with (then its own toggles).
+  const control = thinkControls[currentModel()];
+  if (control) chat.think = thinkOf(chat, lastThink());
+  Object.assign(body, thinkBody(chat.think, control));
   const vision = capabilities?.[currentModel()]?.vision === true;
   const messages = sendableMessages(chat, { images: vision, reasoning: capabilities !== null });
   if (continuing) messages.push({ role: "user", content: CONTINUE_PROMPT });
@@ -1268,6 +1279,36 @@ modelSelect.addEventListener("change", () => {
   if (chat) { chat.model = modelSelect.value; save(); }
   modelSelect.title = currentModel();
   drawImageControls();
+  drawThink();
+});
+
+// ---- Think: the toggle beside the message box, for a model that reasons --------------------
+// Each chat keeps its own choice (it is sent with every message of the chat, as its model is);
+// a new chat starts with the last choice made in this browser, as a person who turned thinking
+// on (or off) expects it to stay so until they change it; before any, as AI_THINKING says.
+function drawThink() {
+  const control = thinkControls[currentModel()];
+  thinkTools.hidden = !control;
+  if (!control) return;
+  const fixed = control.kind === "fixed";
+  const on = fixed || thinkOf(currentChat(state), lastThink());
+  think.setAttribute("aria-pressed", String(on));
+  if (fixed) think.setAttribute("aria-disabled", "true"); else think.removeAttribute("aria-disabled");
+  think.classList.toggle("partial", !control.canTurnOff);
+  const note = thinkNote(control, modelName(currentModel()));
+  thinkNoteText.textContent = note;
+  think.title = note || "Think before answering: slower, and the thinking counts as tokens";
+}
+think.addEventListener("click", () => {
+  const control = thinkControls[currentModel()];
+  if (!control || control.kind === "fixed") return;
+  const on = think.getAttribute("aria-pressed") !== "true";
+  const chat = currentChat(state) ?? begin();
+  chat.think = on;
+  chosenThink = on;
+  saveThink(localStorage, on);
+  save();
+  drawThink();
 });
 
 // The theme: theme.js applies and keeps the choice; the radios show it.
@@ -1319,6 +1360,8 @@ async function loadModels() {
   limits = limitsFrom(json);
   reasoning = reasoningFrom(json);
   capabilities = capabilitiesFrom(json);
+  thinkControls = thinkControlsFrom(json);
+  serviceThink = thinkDefaultFrom(json);
   const { models, default: fallback } = json;
   defaultModel = typeof fallback === "string" ? fallback : "";
   labels = modelLabels(models);
@@ -1331,6 +1374,7 @@ async function loadModels() {
   const want = chat?.model || chosen;
   if (want && models.includes(want)) modelSelect.value = want;
   drawModels();
+  drawThink();
   if (json.conversations === true && !durable) await useConversations();
   if (json.signed_in || json.daily_tokens) showWho();   // after: the owner token is known
 }

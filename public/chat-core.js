@@ -49,6 +49,71 @@ export function reasoningFrom(models) {
   return list.filter((id) => typeof id === "string");
 }
 
+// ---- Thinking ------------------------------------------------------------------------------
+// GET /api/v1/models gives each model's `reasoning_control` (src/base/thinking.py): how its
+// thinking is controlled and whether it can be turned off. The Think toggle sends
+// `reasoning_effort` "medium" when on and "none" when off; the service turns that into what the
+// model takes (`chat_template_kwargs.enable_thinking`, or its own lowest level where it cannot
+// stop thinking). Until a person chooses, the toggle starts as the service's AI_THINKING says
+// (`thinking`: "off", the default, or "auto", each model's own default: thinking).
+
+/** The models with a Think toggle, from GET /api/v1/models: { [id]: { kind, canTurnOff, levels } }. */
+export function thinkControlsFrom(models) {
+  const caps = models && typeof models === "object" && models.capabilities && typeof models.capabilities === "object" ? models.capabilities : {};
+  const ids = new Set(reasoningFrom(models));
+  for (const [id, c] of Object.entries(caps)) if (c?.reasoning === true || (c?.reasoning_control?.kind ?? "none") !== "none") ids.add(id);
+  const out = {};
+  for (const id of ids) {
+    const said = caps[id]?.reasoning_control;
+    const control = said && typeof said === "object" ? said : {};
+    const kind = ["switch", "effort", "fixed", "unknown"].includes(control.kind) ? control.kind : control.kind === "none" ? null : "unknown";
+    if (!kind) continue;
+    const levels = Array.isArray(control.levels) ? control.levels.filter((l) => typeof l === "string") : [];
+    out[id] = { kind, canTurnOff: control.can_turn_off === true, levels };
+  }
+  return out;
+}
+
+export const THINK_EFFORT = "medium";
+
+/** The request's reasoning field for a Think choice: none for a model that takes no control. */
+export function thinkBody(on, control) {
+  if (!control || control.kind === "fixed") return {};
+  return { reasoning_effort: on ? THINK_EFFORT : "none" };
+}
+
+/** What the toggle says of a model whose thinking it cannot fully turn off ("" when it can). */
+export function thinkNote(control, name) {
+  if (!control || control.canTurnOff) return "";
+  if (control.kind === "fixed") return `${name} always thinks: it takes no setting.`;
+  if (control.kind === "unknown") return `${name} may think with Think off: how to turn its thinking off is not known.`;
+  const lowest = control.levels[0];
+  return `${name} always thinks: off asks for its least${lowest ? ` (${lowest})` : ""}.`;
+}
+
+/** Whether Think starts on where no choice was made: the service's AI_THINKING is "auto". */
+export function thinkDefaultFrom(models) {
+  return models?.thinking === "auto";
+}
+
+/** A chat's Think choice: its own once it has one, else the last one made in this browser. */
+export function thinkOf(chat, last) {
+  return typeof chat?.think === "boolean" ? chat.think : last === true;
+}
+
+export const THINK_KEY = "ai-chat:think:v1";
+
+/** The last Think choice made in this browser: true, false, or null when none was made. */
+export function loadThink(storage) {
+  let saved = null;
+  try { saved = storage.getItem(THINK_KEY); } catch { /* unreadable: as if none was made */ }
+  return saved === "on" ? true : saved === "off" ? false : null;
+}
+
+export function saveThink(storage, on) {
+  try { storage.setItem(THINK_KEY, on ? "on" : "off"); } catch { /* full: it lasts for this visit */ }
+}
+
 /** Characters as the service counts them (code points, not UTF-16 units). */
 export function countChars(text) {
   let n = 0;

@@ -47,7 +47,7 @@ export function listedEntries(saved, listed) {
     .map((c) => ({ conversation: c.id, title: "", model: "" }));
 }
 
-/** The saved list: { currentId, chats: [{ conversation, title, settings, model }] }, newest first. */
+/** The saved list: { currentId, chats: [{ conversation, title, settings, model, think }] }, newest first. */
 export function loadDurable(storage) {
   let parsed;
   try { parsed = JSON.parse(storage.getItem(DURABLE_KEY) ?? "null"); } catch { parsed = null; }
@@ -59,6 +59,7 @@ export function loadDurable(storage) {
     title: typeof c.title === "string" ? c.title : "",
     model: typeof c.model === "string" ? c.model : "",
     ...(c.settings && typeof c.settings === "object" ? { settings: c.settings } : {}),
+    ...(typeof c.think === "boolean" ? { think: c.think } : {}),
   }));
   const currentId = chats.some((c) => c.conversation === parsed.currentId) ? parsed.currentId : null;
   return { currentId, chats };
@@ -69,6 +70,7 @@ export function saveDurable(storage, state) {
   const current = state.chats.find((c) => c.id === state.currentId);
   const chats = state.chats.filter((c) => c.conversation).map((c) => ({
     conversation: c.conversation, title: c.title ?? "", model: c.model ?? "", ...(c.settings ? { settings: c.settings } : {}),
+    ...(typeof c.think === "boolean" ? { think: c.think } : {}),
   }));
   try {
     storage.setItem(DURABLE_KEY, JSON.stringify({ version: 1, currentId: current?.conversation ?? null, chats }));
@@ -169,7 +171,8 @@ export function chatFromServer(entry, server) {
   const now = Date.now();
   return {
     id: newId(), conversation: entry.conversation, title: entry.title ?? "", model: entry.model ?? "",
-    ...(entry.settings ? { settings: entry.settings } : {}), createdAt: now, updatedAt: now,
+    ...(entry.settings ? { settings: entry.settings } : {}), ...(typeof entry.think === "boolean" ? { think: entry.think } : {}),
+    createdAt: now, updatedAt: now,
     messages: branchesFrom(server) ?? messages, serverMessages,
   };
 }

@@ -83,6 +83,7 @@ def test_settings_per_chat_reach_the_request_and_continue_finishes_a_cut_answer(
     assert opened.chat_bodies[-1] == {
         "messages": [{"role": "user", "content": "[[pace:0]] plain"}],
         "model": opened.chat_bodies[-1]["model"],
+        "reasoning_effort": "none",  # the Think toggle, off (the default model reasons)
     }
     page.reload()
     page.locator("#chat-list .open", has_text="tell me more").click()

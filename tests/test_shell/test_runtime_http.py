@@ -310,6 +310,7 @@ def test_routes_methods_and_models(runtime: Runtime) -> None:
                     "paid_plan": False,
                 },
             },
+            "thinking": "off",
             "limits": {
                 "max_messages": 1000,
                 "max_message_chars": 1_000_000,

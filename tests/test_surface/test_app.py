@@ -72,6 +72,7 @@ def test_models_lists_allow_list_and_default() -> None:
         b'"@cf/openai/gpt-oss-20b": {"context_window": 128000, "vision": false, "tools": true, "reasoning": true, "paid_plan": false, '
         b'"reasoning_control": {"kind": "effort", "can_turn_off": false, "field": "reasoning_effort", "levels": ["low", "medium", "high"], '
         b'"default": "medium", "note": "cannot be turned off: reasoning_effort none sends its lowest level"}}}, '
+        b'"thinking": "off", '
         b'"limits": {"max_messages": 7, "max_message_chars": 1000000, "max_body_bytes": 4962304, "max_images": 8, '
         b'"max_image_bytes": 3145728, "max_tokens_limit": 4096, "default_max_tokens": 1024}, "conversations": false, '
         b'"page": {"title": "AI chat", "system_prompt": "", "suggestions": []}, '

@@ -49,6 +49,8 @@ async def models(ctx: Context) -> WebResponse:
         "default": s.default_model,
         "reasoning": reasoning,
         "capabilities": capabilities,
+        # AI_THINKING: what a request that says nothing gets; the page's Think toggle starts so.
+        "thinking": s.thinking,
         "limits": limits,
         # The page keeps its chats as durable conversations when this deployment has them.
         "conversations": ctx.conversations is not None,
