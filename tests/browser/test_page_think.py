@@ -35,7 +35,8 @@ def offered(page: Page) -> list[str]:
 
 
 def inputs_for(runtime: Runtime, content: str) -> dict[str, Any]:
-    """The inputs of the one model call whose last message is `content` (waits for it)."""
+    """The inputs of the one model call whose last message is `content` (waits for it). The
+    runtime is shared with other page tests: each text here says "think toggle" to be its own."""
     found: list[dict[str, Any]] = []
     for _ in range(200):
         found = [
@@ -92,7 +93,7 @@ def test_think_on_and_off_changes_what_gemma_and_gpt_oss_receive(
         assert body["messages"][-1]["content"] == text, body
         return body, thinking_of(inputs_for(runtime, text))
 
-    body, got = ask("[[pace:0]] gemma off")
+    body, got = ask("[[pace:0]] think toggle: gemma off")
     assert (body["reasoning_effort"], got) == ("none", {"chat_template_kwargs": OFF})
     # The keyboard: Tab reaches it from the message box (after Send), Space presses it.
     page.focus("#prompt")
@@ -103,7 +104,7 @@ def test_think_on_and_off_changes_what_gemma_and_gpt_oss_receive(
     assert page.evaluate("document.activeElement.id") == "think", "Tab from the message box"
     page.keyboard.press("Space")
     assert pressed(page) == "true"
-    body, got = ask("[[pace:0]] gemma on")
+    body, got = ask("[[pace:0]] think toggle: gemma on")
     assert (body["reasoning_effort"], got) == ("medium", {"chat_template_kwargs": ON})
 
     # gpt-oss cannot stop thinking: the toggle says so, and off sends its lowest level.
@@ -114,12 +115,12 @@ def test_think_on_and_off_changes_what_gemma_and_gpt_oss_receive(
         "gpt-oss 20B always thinks: off asks for its least (low)."
     )
     assert pressed(page) == "true", "the chat keeps its choice across a change of model"
-    body, got = ask("[[pace:0]] oss on")
+    body, got = ask("[[pace:0]] think toggle: oss on")
     assert (body["reasoning_effort"], got) == ("medium", {"reasoning_effort": "medium"})
     assert axe_violations(page) == [], "gpt-oss, on"
     think.click()
     assert pressed(page) == "false"
-    body, got = ask("[[pace:0]] oss off")
+    body, got = ask("[[pace:0]] think toggle: oss off")
     assert (body["reasoning_effort"], got) == ("none", {"reasoning_effort": "low"})
     assert axe_violations(page) == [], "gpt-oss, off"
     shot(page, "think-gpt-oss-off")
@@ -127,7 +128,7 @@ def test_think_on_and_off_changes_what_gemma_and_gpt_oss_receive(
     # A model that does not reason: no toggle, no field.
     page.select_option("#model", LLAMA)
     expect(page.locator("#composer-tools")).to_be_hidden()
-    body, got = ask("[[pace:0]] llama")
+    body, got = ask("[[pace:0]] think toggle: llama")
     assert "reasoning_effort" not in body and got == {}, (body, got)
 
 
@@ -139,14 +140,14 @@ def test_each_chat_keeps_its_choice_and_a_new_chat_starts_from_the_last(
     offered(page)
     page.select_option("#model", GEMMA)
     page.click("#think")  # on, in the first chat
-    send(page, "[[pace:0]] first chat")
+    send(page, "[[pace:0]] think toggle: first chat")
     answered(page, 1)
     page.click("#clear")
     assert pressed(page) == "true", "a new chat starts with the last choice made"
     page.click("#think")  # off, in the second chat only
-    send(page, "[[pace:0]] second chat")
+    send(page, "[[pace:0]] think toggle: second chat")
     answered(page, 1)
-    assert thinking_of(inputs_for(runtime, "[[pace:0]] second chat")) == {
+    assert thinking_of(inputs_for(runtime, "[[pace:0]] think toggle: second chat")) == {
         "chat_template_kwargs": OFF
     }
     page.reload()
@@ -154,9 +155,9 @@ def test_each_chat_keeps_its_choice_and_a_new_chat_starts_from_the_last(
     assert pressed(page) == "false", "the open chat's own choice, after a reload"
     page.locator("#chat-list .open", has_text="first chat").click()
     expect(page.locator("#think")).to_have_attribute("aria-pressed", "true")
-    send(page, "[[pace:0]] first chat again")
+    send(page, "[[pace:0]] think toggle: first chat again")
     answered(page, 2)
-    assert thinking_of(inputs_for(runtime, "[[pace:0]] first chat again")) == {
+    assert thinking_of(inputs_for(runtime, "[[pace:0]] think toggle: first chat again")) == {
         "chat_template_kwargs": ON
     }
     saved = json.loads(page.evaluate("localStorage.getItem('ai-chat:v1')"))
@@ -185,9 +186,11 @@ def test_before_any_choice_think_starts_as_ai_thinking_says(
     page.select_option("#model", GEMMA)
     expect(page.locator("#think")).to_have_attribute("aria-pressed", "true")
     assert said[0] == "off", "the runtime's own AI_THINKING"
-    send(page, "[[pace:0]] auto")
+    send(page, "[[pace:0]] think toggle: auto")
     answered(page, 1)
-    assert thinking_of(inputs_for(runtime, "[[pace:0]] auto")) == {"chat_template_kwargs": ON}
+    assert thinking_of(inputs_for(runtime, "[[pace:0]] think toggle: auto")) == {
+        "chat_template_kwargs": ON
+    }
     page.click("#think")  # a choice made: it wins over the service's from now on
     page.reload()
     expect(page.locator("#think")).to_have_attribute("aria-pressed", "false")
@@ -223,15 +226,19 @@ def test_durable_turns_carry_the_choice_to_the_model(
         ),
     )
     assert pressed(page) == "false"
-    send(page, "[[pace:0]] durable off")
+    send(page, "[[pace:0]] think toggle: durable off")
     answered(page, 1)
-    assert [c for c in model_calls_for(runtime, "[[pace:0]] durable off")], "no model call"
-    assert thinking_of(inputs_for(runtime, "[[pace:0]] durable off")) == {
+    assert [c for c in model_calls_for(runtime, "[[pace:0]] think toggle: durable off")], (
+        "no model call"
+    )
+    assert thinking_of(inputs_for(runtime, "[[pace:0]] think toggle: durable off")) == {
         "chat_template_kwargs": OFF
     }
     page.click("#think")
-    send(page, "[[pace:0]] durable on")
+    send(page, "[[pace:0]] think toggle: durable on")
     answered(page, 2)
-    assert thinking_of(inputs_for(runtime, "[[pace:0]] durable on")) == {"chat_template_kwargs": ON}
+    assert thinking_of(inputs_for(runtime, "[[pace:0]] think toggle: durable on")) == {
+        "chat_template_kwargs": ON
+    }
     assert [b.get("reasoning_effort") for b in bodies] == ["none", "medium"], bodies
     assert axe_violations(page) == []
