@@ -6,6 +6,8 @@ from __future__ import annotations
 import pytest
 from conftest import Runtime
 
+pytestmark = pytest.mark.runtime
+
 GEMMA = "@cf/google/gemma-4-26b-a4b-it"  # a vision model of wrangler.toml's AI_MODELS
 HOSTS = [
     "metadata.google.internal/computeMetadata/v1/",

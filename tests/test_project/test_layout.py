@@ -177,3 +177,16 @@ def test_the_tests_mirror_the_packages() -> None:
     assert not importing, f"test modules importing another test module: {importing}"
     missing = sorted(f"test_{p}" for p in packages if not (tests / f"test_{p}").is_dir())
     assert not missing, f"packages of src/ with no test folder: {missing}"
+
+
+def test_every_http_test_module_is_marked_to_run_on_workerd() -> None:
+    """A test_*_http.py module starts the Worker on workerd: marked runtime (or browser or
+    wrangler), so the host tests (make test-fast) never start it."""
+    tests = SRC.parent / "tests"
+    marks = ("pytest.mark.runtime", "pytest.mark.browser", "pytest.mark.wrangler")
+    unmarked = sorted(
+        str(p.relative_to(tests))
+        for p in tests.rglob("test_*_http.py")
+        if not any(m in p.read_text() for m in marks)
+    )
+    assert not unmarked, f"test_*_http.py modules with no runtime mark: {unmarked}"

@@ -16,6 +16,8 @@ from typing import Any
 import pytest
 from conftest import Runtime, assert_stopped, start_runtime
 
+pytestmark = pytest.mark.runtime
+
 LLAMA = "@cf/meta/llama-3.1-8b-instruct-fast"
 SLOW = "[[tokens:200]] [[pace:50]]"  # 10 s of answer: far longer than any wait here
 BATCHES = 20  # 2,000 texts, 100 a call

@@ -3,7 +3,10 @@ conversation and given back by GET; and the fork that carries an answer's detail
 
 from __future__ import annotations
 
+import pytest
 from conftest import Runtime
+
+pytestmark = pytest.mark.runtime
 
 BASE = "/api/v1/conversations"
 

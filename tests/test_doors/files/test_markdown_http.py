@@ -4,7 +4,10 @@
 from __future__ import annotations
 
 import httpx
+import pytest
 from conftest import ROOT, Runtime
+
+pytestmark = pytest.mark.runtime
 
 URL = "/api/v1/files/markdown"
 PDF = (ROOT / "tests" / "fixtures" / "report.pdf").read_bytes()
