@@ -119,7 +119,7 @@ export async function relaySpec({ src = path.join(ROOT, "src"), vars = {}, envNa
 }
 
 /** Start one Worker on bare workerd; resolves once it answers HTTP. */
-export async function startBare(name, spec, modelUrl) {
+export async function startBare(name, spec, modelUrl, { extraArgs = [] } = {}) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), `bare-${name}-`));
   const port = await freePort();
   fs.writeFileSync(path.join(dir, "config.capnp"), configText(spec, { port, modelPort: new URL(modelUrl).port, from: dir }));
@@ -129,7 +129,7 @@ export async function startBare(name, spec, modelUrl) {
   fs.mkdirSync(path.join(dir, "do-storage"));  // SQLite-backed Durable Objects need a disk
   const workerd = (await import("workerd")).default;
   const bin = workerd.default ?? workerd;
-  const argv = ["serve", "--experimental", `--pyodide-bundle-disk-cache-dir=${pyodide}/bundle`, `--pyodide-package-disk-cache-dir=${packages}`, "config.capnp"];
+  const argv = ["serve", "--experimental", `--pyodide-bundle-disk-cache-dir=${pyodide}/bundle`, `--pyodide-package-disk-cache-dir=${packages}`, ...extraArgs, "config.capnp"];
   const child = spawn(bin, argv, { cwd: dir, stdio: ["ignore", "pipe", "pipe"] });
   let output = "";
   const keep = (d) => { output = (output + d).slice(-20000); if (process.env.BARE_LOGS) process.stderr.write(`[${name}] ${d}`); };
