@@ -94,6 +94,7 @@ const config :Workerd.Config = (
     (name = "do-storage", disk = (path = ${text(path.join(from, "do-storage"))}, writable = true)) ],
   sockets = [ (name = "http", address = "127.0.0.1:${port}", http = (), service = "main") ],
   extensions = [ (modules = [ (name = "bench-internal:ratelimit", esModule = ${text(BENCH_RATELIMIT)}, internal = true) ]) ],
+  ${process.env.BARE_V8_FLAGS ? `v8Flags = [ ${process.env.BARE_V8_FLAGS.split(" ").map(text).join(", ")} ],` : ""}
 );
 const w :Workerd.Worker = (
   modules = [ ${modules.join(",\n    ")} ],

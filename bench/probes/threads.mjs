@@ -32,13 +32,19 @@ const extra = Object.fromEntries(args.var.map((kv) => [kv.slice(0, kv.indexOf("=
 const ratelimit = { limit: 1e9, period: 60 };
 const model = await startModel();
 const specs = [["relay", await relaySpec({ vars: { ...relayVars, ...extra }, ratelimit })], ["js_reframer", peerSpec("js_reframer")], ["passthrough", peerSpec("passthrough")]];
-for (const s of args.src) { const [name, dir] = s.split("="); specs.push([name, await relaySpec({ src: dir, vars: { ...relayVars, ...extra }, ratelimit })]); }
+// --src name=/path/to/src[,VAR=value...]: another relay variant (a copy of src/, or src/ with vars).
+for (const s of args.src) {
+  const [name, rest] = [s.slice(0, s.indexOf("=")), s.slice(s.indexOf("=") + 1)];
+  const [dir, ...kvs] = rest.split(",");
+  const vars = Object.fromEntries(kvs.map((kv) => [kv.slice(0, kv.indexOf("=")), kv.slice(kv.indexOf("=") + 1)]));
+  specs.push([name, await relaySpec({ src: dir, vars: { ...relayVars, ...extra, ...vars }, ratelimit })]);
+}
 const chosen = args.only ? specs.filter(([n]) => args.only.split(",").includes(n)) : specs;
 const variants = [];
 for (const [name, spec] of chosen) {
   const bare = await startBare(name, spec, model.url);
-  const isRelay = spec.kind === "python" && spec.dir.endsWith("src") || name.startsWith("relay") || args.src.some((s) => s.startsWith(`${name}=`));
-  variants.push({ name, bare, pid: bare.pid, url: new URL(isRelay && name !== "passthrough" ? "/api/v1/chat" : "/", bare.url), agent: new http.Agent({ keepAlive: true }) });
+  const isRelay = name !== "passthrough" && name !== "js_reframer";
+  variants.push({ name, bare, pid: bare.pid, url: new URL(isRelay ? "/api/v1/chat" : "/", bare.url), agent: new http.Agent({ keepAlive: true }) });
 }
 const body = () => chatBody({ tokens: Number(args.tokens) });
 const totals = {};

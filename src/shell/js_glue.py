@@ -6,6 +6,7 @@ snapshots the module state, and a JS object there fails it).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -80,7 +81,8 @@ class ReadAfter:
     `[[wait], [read], [on_ok, on_err], [undefined, Boolean]]` builds
     `P0.then(wait).then(read).then(on_ok, on_err).then(undefined, Boolean)`, and
     `[P0].forEach(reduce.bind(steps, applyThen))` runs it, dropping its promise in JS.
-    Waits are rounded to STEP_MS, so a pipe keeps a handful of such step lists."""
+    Waits of STEP_MS or more are rounded to STEP_MS, shorter ones (a burst's gathering wait) up
+    to whole ms, so a pipe keeps a handful of such step lists."""
 
     STEP_MS = 5
 
@@ -107,7 +109,12 @@ class ReadAfter:
         self._starts: dict[int, Any] = {}
 
     def start(self, seconds: float) -> None:
-        ms = max(0, round(seconds * 1000 / self.STEP_MS) * self.STEP_MS)
+        exact = max(0.0, seconds * 1000)
+        ms = (
+            round(exact / self.STEP_MS) * self.STEP_MS
+            if exact >= self.STEP_MS
+            else math.ceil(exact)
+        )
         args = self._starts.get(ms)
         if args is None:
             steps = [to_js([self._read]), self._handlers, self._catch]

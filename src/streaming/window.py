@@ -6,10 +6,14 @@ returns, so reading once per window of tokens, not once per network chunk, is wh
 paced token cheap (bench/notes/2026-11-25-windows.md). A window delays the tokens it holds,
 so it is bounded, and it is taken only where it saves something:
 
-- the first token goes out at once: reads are immediate until `warm_frames` frames are seen
-  (a short answer is never held);
-- a read that ends inside a frame is followed at once by another (the rest of that frame is
-  already on its way: one network chunk often arrives as two reads);
+- the first token goes out at once; until `warm_frames` frames are seen and the stream has
+  been read for `warm_seconds`, the next read follows after `gather` (2 ms): a short answer is
+  never held, and one that arrives in a burst is read in a few reads, not one per network
+  chunk (a frame often comes as two), to its end. A window there would hold the answer's last
+  frames and leave the isolate idle mid-answer, which costs workerd CPU of its own
+  (bench/notes/2026-11-29-fixed-cost.md);
+- a read that ends inside a frame is followed after `gather` too (the rest of that frame is
+  already on its way);
 - then the window follows the token rate, measured from what each read returned: none below
   `slow_rate` tokens a second (a window would hold one token and save nothing), the longest,
   `longest` seconds, from `fast_rate` on, and in between in proportion.
@@ -24,14 +28,17 @@ class Windows:
     """after_read(now, data) -> seconds to wait before the next read (0: read again at once)."""
 
     __slots__ = (
+        "_first_at",
         "_frames",
         "_last_at",
         "_rate",
         "_steady",
         "fast_rate",
+        "gather",
         "longest",
         "slow_rate",
         "warm_frames",
+        "warm_seconds",
     )
 
     def __init__(
@@ -41,11 +48,16 @@ class Windows:
         slow_rate: float = 10.0,
         fast_rate: float = 40.0,
         warm_frames: int = 3,
+        warm_seconds: float = 0.015,
+        gather: float = 0.002,
     ) -> None:
         self.longest = max(longest, 0.0)
         self.slow_rate = slow_rate
         self.fast_rate = max(fast_rate, slow_rate)
         self.warm_frames = warm_frames
+        self.warm_seconds = warm_seconds
+        self.gather = gather
+        self._first_at: float | None = None  # when the first read returned
         self._frames = 0  # whole frames seen so far
         self._last_at: float | None = None  # when the last read that ended on a frame did
         self._rate: float | None = None  # tokens (frames) a second, smoothed
@@ -66,10 +78,12 @@ class Windows:
     def after_read(self, now: float, data: bytes) -> float:
         if self.longest <= 0:
             return 0.0
+        if self._first_at is None:
+            self._first_at = now
         frames = data.count(FRAME_END)
         self._frames += frames
         if not data.endswith(FRAME_END):
-            return 0.0  # mid-frame: the rest is on its way, read it at once
+            return self.gather  # mid-frame: the rest is on its way
         if self._steady:
             return self.longest
         last, self._last_at = self._last_at, now
@@ -77,7 +91,9 @@ class Windows:
             sample = frames / (now - last)
             self._rate = sample if self._rate is None else (self._rate + sample) / 2
         if self._frames < self.warm_frames or self._rate is None:
-            return 0.0
+            return self.gather
+        if now - self._first_at < self.warm_seconds:
+            return self.gather  # a burst so far: what follows is as likely the end as another token
         return self.window(self._rate)
 
     def window(self, rate: float) -> float:

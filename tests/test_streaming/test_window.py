@@ -16,16 +16,21 @@ def feed(w: Windows, reads: list[tuple[float, bytes]]) -> list[float]:
     return [w.after_read(at, data) for at, data in reads]
 
 
+G = Windows(0.1).gather  # the short wait that lets a burst's chunks gather (2 ms)
+
+
 def test_the_first_frames_are_read_at_once() -> None:
     w = Windows(0.1)
-    # One token per read, 7 ms apart (150 a second): the first three are never held.
-    assert feed(w, [(0.000, frames(1)), (0.007, frames(1))]) == [0.0, 0.0]
+    # One token per read, 7 ms apart (150 a second): the first three are never held longer
+    # than the gathering wait.
+    assert G == 0.002
+    assert feed(w, [(0.000, frames(1)), (0.007, frames(1))]) == [G, G]
 
 
 def test_fast_tokens_get_the_longest_window() -> None:
     w = Windows(0.1)
     waits = feed(w, [(i * 0.007, frames(1)) for i in range(4)])
-    assert waits[:2] == [0.0, 0.0] and waits[-1] == 0.1
+    assert waits[:2] == [G, G] and waits[-1] == 0.1
     # After a window, a read finds ~15 frames: still fast, still the longest window.
     assert w.after_read(0.128, frames(15)) == 0.1
     assert w.rate is not None and w.rate > 100
@@ -34,7 +39,8 @@ def test_fast_tokens_get_the_longest_window() -> None:
 def test_slow_tokens_get_no_window() -> None:
     w = Windows(0.1)
     waits = feed(w, [(i * 0.2, frames(1)) for i in range(6)])  # 5 tokens a second
-    assert waits == [0.0] * 6
+    # The first two gather (no rate yet); from the third, a slow rate: no wait at all.
+    assert waits == [G, G] + [0.0] * 4, waits
 
 
 def test_a_stream_that_slows_down_loses_its_window() -> None:
@@ -57,7 +63,7 @@ def test_between_slow_and_fast_the_window_is_in_proportion() -> None:
 def test_a_read_that_ends_mid_frame_is_followed_at_once() -> None:
     w = Windows(0.1)
     feed(w, [(i * 0.007, frames(1)) for i in range(5)])
-    assert w.after_read(0.2, frames(10) + b'data: {"resp') == 0.0
+    assert w.after_read(0.2, frames(10) + b'data: {"resp') == G
     assert w.after_read(0.2, b'onse":"x"}\n\n') == 0.1
 
 
@@ -71,7 +77,7 @@ def test_a_whole_answer_waits_the_window_from_the_first_read() -> None:
     assert feed(w, [(0.0, frames(1)), (0.25, frames(30)), (0.5, b"data: [DO")]) == [
         0.25,
         0.25,
-        0.0,
+        G,
     ]
 
 
@@ -79,3 +85,18 @@ def test_the_window_never_exceeds_its_bound() -> None:
     w = Windows(0.06)
     waits = feed(w, [(i * 0.001, frames(1)) for i in range(50)])
     assert max(waits) == 0.06
+
+
+def test_an_answer_that_comes_in_a_burst_is_read_to_its_end_at_once() -> None:
+    # A short answer sent at once arrives in a few reads within a few milliseconds: however
+    # fast that looks, none of them waits longer than the gathering (a window would hold the
+    # answer's end).
+    w = Windows(0.09)
+    reads = [(0.002 * i, frames(2)) for i in range(6)] + [(0.014, frames(1))]
+    assert feed(w, reads) == [G] * 7
+
+
+def test_the_window_opens_once_the_stream_has_run_for_its_warm_up() -> None:
+    w = Windows(0.09, warm_seconds=0.015)
+    waits = feed(w, [(i * 0.005, frames(1)) for i in range(5)])  # 0, 5, 10, 15, 20 ms
+    assert waits == [G, G, G, 0.09, 0.09], waits

@@ -91,6 +91,20 @@ def test_fast_tokens_are_read_in_windows(runtime: Runtime) -> None:
     assert reads < 60 and waits >= 1, (reads, waits)
 
 
+def test_an_answer_sent_at_once_is_read_in_a_few_reads(runtime: Runtime) -> None:
+    """A burst (the whole answer sent at once) arrives as two network chunks a frame, and was
+    read chunk by chunk (~2.4 reads a frame): each read is a call into Python. The reader now
+    lets a burst gather for 2 ms a read (tests/test_streaming/test_window.py), so the reads are
+    far fewer than the frames; a busy machine only makes them fewer still."""
+    before = windows_count(runtime)
+    text = f"[[pace:0]] at once {words(20)}"
+    raw, _ = timed_deltas(runtime, text)
+    assert raw == expected_wire(convo(text))
+    reads, _ = (a - b for a, b in zip(windows_count(runtime), before, strict=True))
+    frames = len(expected_tokens(convo(text)))
+    assert frames >= 40 and 0 < reads < frames / 2, (reads, frames)
+
+
 def test_a_client_leaving_mid_window_closes_the_model_connection(runtime: Runtime) -> None:
     for _ in range(3):
         with (
