@@ -164,7 +164,7 @@ async def on_fetch(request: Any, env: Any, ctx: Any) -> Any:
     model = WorkersAi(bindings.env, signal, record)
     window = shell_stream_window(lookup)
     route = TABLE.find(path)
-    if route is None or not route.metered or record.method != "POST":
+    if route is None or not route.metered or record.method != "POST" or route.always_streams:
         response = await _answer(web, bindings, model, signal, ctx, record, body)
         return _to_response(response, signal, ctx, record, window)
     task = asyncio.ensure_future(_answer(web, bindings, model, signal, ctx, record, body))

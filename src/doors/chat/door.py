@@ -75,7 +75,11 @@ CHAT_API = Api(
     prefix="/api/",
     routes={
         "/api/v1/chat": Route(
-            methods={"POST": chat}, render_error=app_error, access=PAGE_OR_KEY, metered=True
+            methods={"POST": chat},
+            render_error=app_error,
+            access=PAGE_OR_KEY,
+            metered=True,
+            always_streams=True,
         ),
         "/api/v1/models": Route(
             methods={"GET": models}, render_error=app_error, access=PAGE_OR_KEY

@@ -276,7 +276,11 @@ UI_CHAT_API = Api(
     prefix=PATH,
     routes={
         PATH: Route(
-            methods={"POST": ui_chat}, render_error=app_error, access=PAGE_OR_KEY, metered=True
+            methods={"POST": ui_chat},
+            render_error=app_error,
+            access=PAGE_OR_KEY,
+            metered=True,
+            always_streams=True,
         )
     },
     render_error=app_error,
