@@ -7,13 +7,13 @@ paced token cheap (bench/notes/2026-11-25-windows.md). A window delays the token
 so it is bounded, and it is taken only where it saves something:
 
 - the first token goes out at once; until `warm_frames` frames are seen and the stream has
-  been read for `warm_seconds`, the next read follows after `gather` (2 ms): a short answer is
-  never held, and one that arrives in a burst is read in a few reads, not one per network
-  chunk (a frame often comes as two), to its end. A window there would hold the answer's last
-  frames and leave the isolate idle mid-answer, which costs workerd CPU of its own
-  (bench/notes/2026-11-29-fixed-cost.md);
-- a read that ends inside a frame is followed after `gather` too (the rest of that frame is
-  already on its way);
+  been read for `warm_seconds`, the next read follows after a gathering wait, `gather` (2 ms)
+  and twice the last each time: a short answer is never held, and one that arrives in a burst
+  is read in a few reads, not one per network chunk (a frame often comes as two), to its end.
+  A window there would hold the answer's last frames and leave the isolate idle mid-answer,
+  which costs workerd CPU of its own (bench/notes/2026-11-29-fixed-cost.md);
+- a read that ends inside a frame is followed after `gather` (the rest of that frame is
+  already on its way), and a full read (4 KiB, the most one returns) at once: more is waiting;
 - then the window follows the token rate, measured from what each read returned: none below
   `slow_rate` tokens a second (a window would hold one token and save nothing), the longest,
   `longest` seconds, from `fast_rate` on, and in between in proportion.
@@ -22,6 +22,9 @@ so it is bounded, and it is taken only where it saves something:
 from __future__ import annotations
 
 FRAME_END = b"\n\n"
+# A read of the model's stream returns at most 4 KiB (measured on workerd: a burst of 1,000
+# frames came as reads of exactly 4,096 bytes): a read that full left more behind it.
+FULL_READ = 4096
 
 
 class Windows:
@@ -30,6 +33,7 @@ class Windows:
     __slots__ = (
         "_first_at",
         "_frames",
+        "_gathered",
         "_last_at",
         "_rate",
         "_steady",
@@ -58,6 +62,7 @@ class Windows:
         self.warm_seconds = warm_seconds
         self.gather = gather
         self._first_at: float | None = None  # when the first read returned
+        self._gathered = 0  # gathering waits taken so far (each twice the last)
         self._frames = 0  # whole frames seen so far
         self._last_at: float | None = None  # when the last read that ended on a frame did
         self._rate: float | None = None  # tokens (frames) a second, smoothed
@@ -82,6 +87,8 @@ class Windows:
             self._first_at = now
         frames = data.count(FRAME_END)
         self._frames += frames
+        if len(data) >= FULL_READ:
+            return 0.0  # more is waiting already: read it at once
         if not data.endswith(FRAME_END):
             return self.gather  # mid-frame: the rest is on its way
         if self._steady:
@@ -91,10 +98,17 @@ class Windows:
             sample = frames / (now - last)
             self._rate = sample if self._rate is None else (self._rate + sample) / 2
         if self._frames < self.warm_frames or self._rate is None:
-            return self.gather
+            return self._gathering()
         if now - self._first_at < self.warm_seconds:
-            return self.gather  # a burst so far: what follows is as likely the end as another token
+            return self._gathering()  # a burst so far: what follows may as well be the end
         return self.window(self._rate)
+
+    def _gathering(self) -> float:
+        """The warm-up's wait: `gather`, then twice the last each time (2, 4, 8 ms...), at most
+        `longest`: a short burst is read to its end in a read or two, a long one in a handful."""
+        wait = min(self.longest, self.gather * (1 << min(self._gathered, 16)))
+        self._gathered += 1
+        return wait
 
     def window(self, rate: float) -> float:
         """The window for a token rate: 0 when slow, `longest` when fast, linear between."""
