@@ -79,14 +79,20 @@ class ReadAfter:
     kept in an array [P0] made by JS (`[resolve].map(call.bind(call))`), so it never reaches
     Python; for each wait, `steps.reduce(applyThen, P0)` over the fixed steps
     `[[wait], [read], [on_ok, on_err], [undefined, Boolean]]` builds
-    `P0.then(wait).then(read).then(on_ok, on_err).then(undefined, Boolean)`, and
+    `P0.then(wait).then(read).then(on_ok, on_err).then(undefined, Boolean)` (with `[view]`
+    before `[read]` for a BYOB reader), and
     `[P0].forEach(reduce.bind(steps, applyThen))` runs it, dropping its promise in JS.
     Waits of STEP_MS or more are rounded to STEP_MS, shorter ones (a burst's gathering wait) up
     to whole ms, so a pipe keeps a handful of such step lists."""
 
     STEP_MS = 5
 
-    def __init__(self, read: Any, on_ok: Any, on_err: Any, signal: Any) -> None:
+    def __init__(
+        self, read: Any, on_ok: Any, on_err: Any, signal: Any, view_bytes: int = 0
+    ) -> None:
+        """view_bytes: read is a BYOB reader's bound read, given a new Uint8Array of that many
+        bytes each time, made in JS (`Reflect.construct` bound to Uint8Array and the length:
+        the buffer a read took is detached, so every read needs its own)."""
         get = js.Reflect.get
         arrays = js.Array.prototype
         call = get(js.Function.prototype, "call")
@@ -103,6 +109,15 @@ class ReadAfter:
         self._scheduler = js.scheduler
         self._options = js_object({"signal": signal})
         self._read = read
+        self._view: Any = None
+        if view_bytes:
+            self._view = js_bind(
+                get(js.Reflect, "construct"),
+                None,
+                js.Uint8Array,
+                to_js([view_bytes]),
+                js.Uint8Array,
+            )
         self._handlers = to_js([on_ok, on_err])
         self._catch = to_js([None, js.Boolean])
         self._run = js.Reflect.apply
@@ -118,6 +133,8 @@ class ReadAfter:
         args = self._starts.get(ms)
         if args is None:
             steps = [to_js([self._read]), self._handlers, self._catch]
+            if self._view is not None:
+                steps.insert(0, to_js([self._view]))
             if ms:
                 steps.insert(0, to_js([js_bind(self._wait, self._scheduler, ms, self._options)]))
             args = self._starts[ms] = to_js([js_bind(self._reduce, to_js(steps), self._apply_then)])

@@ -20,7 +20,7 @@ from pyodide.ffi import create_proxy, to_js
 
 from shell.js_glue import ReadAfter, bytes_of, ignore, js_bind, js_object, void_caller
 from streaming.relay import Failed, Relay
-from streaming.window import Windows
+from streaming.window import FULL_READ, Windows
 from surface import census
 
 log = logging.getLogger("jsstream")
@@ -184,11 +184,14 @@ class RelayPipe:
         void_caller(js.Reflect.get(js.Response.prototype, "arrayBuffer"), body)(None)
         options = js_object({"signal": self._stop.signal})
         void_caller(js.Reflect.get(drain, "pipeTo"), drain, squeeze.writable, options)(None)
-        # A default reader: its read() takes no buffer, so one bound read serves every window
-        # (a read returns all that arrived since the last one, as a BYOB read did: measured).
-        self._reader = branches[1].getReader()
+        # A BYOB reader: a read returns all that arrived since the last one, up to its buffer
+        # (a default reader's read returns 4 KiB at most, ~10 frames of the late-2026 shape:
+        # two or three reads a window; measured, bench/notes/2026-11-29-fixed-cost.md).
+        self._reader = branches[1].getReader(js_object({"mode": "byob"}))
         read = js_bind(js.Reflect.get(self._reader, "read"), self._reader)
-        self._reads = ReadAfter(read, self._on_result, self._on_error, self._stop.signal)
+        self._reads = ReadAfter(
+            read, self._on_result, self._on_error, self._stop.signal, view_bytes=FULL_READ
+        )
         self._reads.start(0)
 
     def _read_failed(self, reason: Any = None, *_: Any) -> None:

@@ -13,7 +13,8 @@ so it is bounded, and it is taken only where it saves something:
   A window there would hold the answer's last frames and leave the isolate idle mid-answer,
   which costs workerd CPU of its own (bench/notes/2026-11-29-fixed-cost.md);
 - a read that ends inside a frame is followed after `gather` (the rest of that frame is
-  already on its way), and a full read (4 KiB, the most one returns) at once: more is waiting;
+  already on its way), and a full read (FULL_READ, the most one returns) at once: more is
+  waiting;
 - then the window follows the token rate, measured from what each read returned: none below
   `slow_rate` tokens a second (a window would hold one token and save nothing), the longest,
   `longest` seconds, from `fast_rate` on, and in between in proportion.
@@ -22,9 +23,10 @@ so it is bounded, and it is taken only where it saves something:
 from __future__ import annotations
 
 FRAME_END = b"\n\n"
-# A read of the model's stream returns at most 4 KiB (measured on workerd: a burst of 1,000
-# frames came as reads of exactly 4,096 bytes): a read that full left more behind it.
-FULL_READ = 4096
+# The most one read of the model's stream returns: the shell's BYOB reader reads into a buffer
+# of this size (a window of the late-2026 shape at 150 tokens a second is ~5 KiB). A read that
+# full left more behind it.
+FULL_READ = 16384
 
 
 class Windows:

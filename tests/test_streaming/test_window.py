@@ -108,7 +108,7 @@ def test_a_full_read_is_followed_at_once() -> None:
     # A read returns at most FULL_READ bytes: one that full left more behind it, mid-frame or
     # not, in the warm-up or not (a long burst is read back to back, never through timers).
     w = Windows(0.09)
-    full = frames(200)[:FULL_READ]
+    full = frames(1000)[:FULL_READ]
     assert [w.after_read(0.001 * i, full) for i in range(30)] == [0.0] * 30
     # So does a whole answer's reader, between its steady windows.
     steady = Windows.steady(0.25)
