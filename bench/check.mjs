@@ -37,6 +37,9 @@ const { values: args } = parseArgs({ options: {
   cells: { type: "string" },
   // Leave out these variants (comma-separated: relay_off, passthrough) for a quicker run.
   skip: { type: "string", default: "" },
+  // The parts after the cells (comma-separated: cancels, paused, streams); all unless --cells is
+  // given, none then. `--cells none --parts paused` measures paused readers alone.
+  parts: { type: "string" },
 } });
 const ROUNDS = Number(args.rounds);
 const TARGETS = { r150: 0.6, r50: 1.0, whole: 0.3, live150: 0.6, req: 2.0, streams: 1.0, delayP50: 60, delayMax: 150, cancelP99: 100, pausedKb: 256 };
@@ -236,11 +239,12 @@ async function pausedReaders(v, modelUrl, n = 10, tokens = 20000) {
     const body = chatBody({ tokens, tag });
     const data = Buffer.from(JSON.stringify(body));
     let res = null;
+    let resumed = false;  // a head that comes after the resume is read at once
     let bytes = 0;
     const ended = new Promise((resolve, reject) => {
       const req = http.request(v.url, { method: "POST", agent: false, headers: { "content-type": "application/json", "content-length": data.length } }, (r) => {
         res = r;
-        r.pause();
+        if (!resumed) r.pause();
         r.on("data", (c) => { bytes += c.length; });
         r.on("end", () => resolve());
         r.on("error", reject);
@@ -248,7 +252,7 @@ async function pausedReaders(v, modelUrl, n = 10, tokens = 20000) {
       req.on("error", reject);
       req.end(data);
     });
-    return { tag, ended, resume: () => res?.resume(), bytes: () => bytes };
+    return { tag, ended, resume: () => { resumed = true; res?.resume(); }, bytes: () => bytes };
   });
   // Wait until the model has sent all it will while nobody reads: no chunk for 1.5 s.
   let last = -1;
@@ -262,13 +266,17 @@ async function pausedReaders(v, modelUrl, n = 10, tokens = 20000) {
     last = sent;
   }
   const during = rssKb(v.pid);
+  say(`paused ${v.name}: model sent ${sent} chunks while nobody read`);
   const calls = (await getJson(new URL("__local/calls", modelUrl))).filter((c) => tags.some((t) => c.inputs?.messages?.at(-1)?.content?.includes(t)));
   const finished = calls.filter((c) => c.finishedAt != null).length;
   for (const c of clients) c.resume();
-  await Promise.all(clients.map((c) => c.ended));
+  // Bounded: a reader that never gets its answer is a failure to report, not a hung bench.
+  let settled = false;
+  await Promise.race([Promise.all(clients.map((c) => c.ended)).then(() => { settled = true; }), sleep(120_000)]);
+  if (!settled) say(`paused ${v.name}: not all answers ended 120 s after resuming; bytes ${clients.map((c) => c.bytes()).join(" ")}`);
   const whole = clients.filter((c) => c.bytes() > 0).map((c) => c.bytes());
   return { streams: n, tokens, rssBeforeKb: before, rssPausedKb: during, perStreamKb: Math.max(0, (during - before) / n),
-    modelFinished: finished, chunksSentWhilePaused: sent, bytesAfterResume: whole, allComplete: whole.length === n && new Set(whole).size === 1 };
+    modelFinished: finished, chunksSentWhilePaused: sent, bytesAfterResume: whole, allComplete: settled && whole.length === n && new Set(whole).size === 1 };
 }
 
 async function main() {
@@ -300,12 +308,18 @@ async function main() {
         }
       }
     }
-    if (!args.cells) {
+    const parts = (args.parts ?? (args.cells ? "" : "cancels,paused,streams")).split(",");
+    if (parts.includes("cancels")) {
       say("cancels");
       results.cancels = { relay: await cancels(by.relay, model.url), ...(by.relay_off ? { relay_off: await cancels(by.relay_off, model.url) } : {}) };
+    }
+    if (parts.includes("paused")) {
       say("paused readers");
-      results.paused = { relay: await pausedReaders(by.relay, model.url), js_reframer: await pausedReaders(by.js_reframer, model.url) };
+      results.paused = {};
+      for (const v of variants.filter((x) => x.name !== "passthrough")) results.paused[v.name] = await pausedReaders(v, model.url);
       say(`paused: ${JSON.stringify(results.paused)}`);
+    }
+    if (parts.includes("streams")) {
       say("streams held");
       results.streams = await heldStreams([by.relay, by.js_reframer]);
     }

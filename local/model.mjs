@@ -311,9 +311,11 @@ export function frames(model, answer, usage, rand) {
     const texts = [];
     if (thinking.length) {
       if (opts.thinktag !== "open") texts.push("<think>");
-      texts.push(...thinking, "</think>");
+      for (const t of thinking) texts.push(t);
+      texts.push("</think>");
     }
-    texts.push(...tokens);
+    // One push per token: a spread of 150,000 arguments overflows the stack.
+    for (const t of tokens) texts.push(t);
     texts.forEach((t, i) => {
       out.push({ raw: native(t), token: true });
       if (opts.fault === "malformed" && i % 2 === 1) out.push({ raw: 'data: {"response": "bro\n\n', token: false });
@@ -619,7 +621,14 @@ export function startModel({ port = 0, paceMs = 40 } = {}) {
       }
       if (chunk.token) tokens += 1;
       call.chunksSent += 1;
-      if (!res.write(chunk.bytes)) await new Promise((resolve) => { res.once("drain", resolve); res.once("close", resolve); });
+      // Held back (the Worker reads nothing): wait for room, and leave no listener behind.
+      if (!res.write(chunk.bytes)) {
+        await new Promise((resolve) => {
+          const go = () => { res.off("drain", go); res.off("close", go); resolve(); };
+          res.once("drain", go);
+          res.once("close", go);
+        });
+      }
     }
     call.finishedAt = now();
     res.end();

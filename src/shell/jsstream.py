@@ -27,6 +27,11 @@ log = logging.getLogger("jsstream")
 
 # The window of an answer collected whole (nobody sees its tokens one by one), in seconds.
 WHOLE_WINDOW = 0.25
+# The most bytes a streamed answer keeps for a client that reads nothing before it stops
+# reading the model (the body's highWaterMark): issue 42, bench/notes/2026-11-29-paused-readers.md.
+BACKLOG = 65536
+# How often a pipe held back for its client looks whether the client has read, in seconds.
+HOLD_POLL = 0.05
 
 
 class JsByteSource:
@@ -55,7 +60,13 @@ class RelayPipe:
     JavaScript does the pumping; Python is called once per upstream chunk, synchronously, and
     returns nothing: no promise reaches Python per chunk (the writes go through void_caller).
     The events are not awaited: they queue in the IdentityTransformStream for a client that
-    reads slowly, bounded by the answer's max_tokens, so every answer reaches its end.
+    reads slowly. For a streamed answer that queue is bounded: the body has a highWaterMark of
+    BACKLOG bytes, and after each read the pipe looks at the writer's desiredSize (one property
+    read); when the client has let BACKLOG bytes pile up, the pipe holds back (_hold): no
+    read, no ping, no idle limit, the tee's drain stopped, until the client has read some of
+    it (the timer looks every HOLD_POLL), so the model is held back by TCP. A durable
+    conversation's turn (`out`) and an answer collected whole have no reader to wait for: they
+    are not bounded.
     It is wired step by step from Python, because workerd makes no code from strings.
 
     Ways it ends, and what stops the upstream read in each:
@@ -105,8 +116,15 @@ class RelayPipe:
         self.stream: Any = None
         self._writer: Any = None
         self._left: Any = None  # aborted when the writer's `closed` rejects: the client left
+        # A client reads this answer as it streams: its backlog is bounded (see the class).
+        self._bounded = out is None and not whole
+        self._held = False
         if out is None:
-            pair = js.IdentityTransformStream.new()
+            pair = (
+                js.IdentityTransformStream.new(js_object({"highWaterMark": BACKLOG}))
+                if self._bounded
+                else js.IdentityTransformStream.new()
+            )
             self.stream = pair.readable
             self._writer = pair.writable.getWriter()
             write = void_caller(js.Reflect.get(self._writer, "write"), self._writer)
@@ -118,11 +136,15 @@ class RelayPipe:
         self._proxies = [self._on_gone, self._tick]
         self._reader: Any = None  # the windowed reader's, on its branch of the upstream
         self._reads: ReadAfter | None = None  # its reads, each after its window
+        self._drain_stop: Any = None  # the tee's drain, stopped on its own by a hold
+        # None: reads follow each other at once (no windows, or a hold stopped the drain).
+        self._windows: Windows | None = None
         # A window never holds tokens for more than a quarter of the ping interval: a ping
         # still means nothing was sent for that long, not that tokens waited in a window.
         if window > 0:
             longest = min(max(window, WHOLE_WINDOW) if whole else window, relay.quiet_step)
             self._windows = Windows.steady(longest) if whole else Windows(longest)
+        if window > 0 or self._bounded:
             self._on_result = create_proxy(self._read_done)
             self._on_error = create_proxy(self._read_failed)
             self._proxies += [self._on_result, self._on_error]
@@ -153,6 +175,10 @@ class RelayPipe:
             void_caller(catch, self._writer.closed)(abort)
         if window > 0:
             self._read_by_windows(upstream)
+        elif self._bounded:
+            # Windows off: a read per network chunk, so that reading can stop (a pipe into a
+            # sink cannot be held without a promise reaching Python).
+            self._start_reads(upstream)
         else:
             sink = js.WritableStream.new(
                 js_object(
@@ -182,12 +208,17 @@ class RelayPipe:
         squeeze = js.CompressionStream.new("deflate-raw")
         body = js.Response.new(squeeze.readable)  # its few bytes, read whole at the end
         void_caller(js.Reflect.get(js.Response.prototype, "arrayBuffer"), body)(None)
-        options = js_object({"signal": self._stop.signal})
+        # Its own controller: a hold stops the drain alone (see hold()).
+        self._drain_stop = js.AbortController.new()
+        options = js_object({"signal": self._drain_stop.signal})
         void_caller(js.Reflect.get(drain, "pipeTo"), drain, squeeze.writable, options)(None)
+        self._start_reads(branches[1])
+
+    def _start_reads(self, stream: Any) -> None:
         # A BYOB reader: a read returns all that arrived since the last one, up to its buffer
         # (a default reader's read returns 4 KiB at most, ~10 frames of the late-2026 shape:
         # two or three reads a window; measured, bench/notes/2026-11-29-fixed-cost.md).
-        self._reader = branches[1].getReader(js_object({"mode": "byob"}))
+        self._reader = stream.getReader(js_object({"mode": "byob"}))
         read = js_bind(js.Reflect.get(self._reader, "read"), self._reader)
         self._reads = ReadAfter(
             read, self._on_result, self._on_error, self._stop.signal, view_bytes=FULL_READ
@@ -207,15 +238,58 @@ class RelayPipe:
             return
         data = bytes_of(result.value)
         self._chunk(data)
-        if self._ended:
+        if self._ended or self._reads is None:
+            return
+        if self._bounded:
+            room = self._writer.desiredSize  # null once the body errored: `closed` tells
+            if room is not None and room <= 0:
+                self._hold()
+                return
+        if self._windows is None:
+            self._reads.start(0)
             return
         wait = self._windows.after_read(time.monotonic(), data)
         census.window_read(wait > 0)
-        if self._reads is not None:
-            self._reads.start(wait)
+        self._reads.start(wait)
 
-    def _cancel_reader(self) -> None:
-        """Cancel the windowed branch (its pending read resolves as done)."""
+    def _hold(self) -> None:
+        """The client has let BACKLOG bytes pile up: read nothing more until it reads.
+
+        The tee's drain pulls the upstream whatever the read branch does, so it is stopped,
+        for good: on workerd an aborted pipeTo errors its branch even with preventCancel
+        (bench/notes/2026-11-29-paused-readers.md), and the tee goes on with the read branch
+        alone, which from then on is read chunk by chunk. No tick either: the relay's idle
+        limit and pings wait with the reads (Relay.resume).
+
+        The timer looks at desiredSize every HOLD_POLL instead of a JS chain on the writer's
+        `ready`: measured on workerd under the launcher, a request whose only pending work was
+        that chain was cancelled as hung ("would never generate a response"), and with a timer
+        beside it, one such chain never resumed although the client read on."""
+        self._held = True
+        census.held()
+        if self._drain_stop is not None:
+            self._drain_stop.abort()
+            self._drain_stop = None
+            self._windows = None
+        if self._timer is not None:
+            js.clearTimeout(self._timer)
+        self._timer = js.setTimeout(self._tick, HOLD_POLL * 1000)
+
+    def _resume(self) -> None:
+        """The client read the backlog down (desiredSize > 0): read again, at once."""
+        if self._ended or not self._held or self._reads is None:
+            return
+        self._held = False
+        self._relay.resume(time.monotonic())
+        self._schedule()
+        self._reads.start(0)
+
+    def _stop_reading(self) -> None:
+        """Stop the pipe or the drain and cancel the reader (its pending read resolves as
+        done): with both branches of a tee cancelled, the upstream is cancelled."""
+        self._stop.abort()
+        if self._drain_stop is not None:
+            self._drain_stop.abort()
         if self._reader is not None:
             void_caller(js.Reflect.get(self._reader, "cancel"), self._reader)(None)
 
@@ -263,6 +337,13 @@ class RelayPipe:
         self._timer = None
         if self._ended:
             return
+        if self._held:  # no ping, no idle limit (see _hold)
+            room = self._writer.desiredSize
+            if room is None or room > 0:
+                self._resume()
+            else:
+                self._timer = js.setTimeout(self._tick, HOLD_POLL * 1000)
+            return
         if self._relay.closed:  # closed from outside (relay.cancel()): stop the upstream too
             self._send(b"")
             return
@@ -281,8 +362,7 @@ class RelayPipe:
             # The answer is whole (or has failed): close the body after what was written, and
             # stop the pipe, which cancels what is left upstream.
             self._close_writer()
-            self._stop.abort()
-            self._cancel_reader()
+            self._stop_reading()
             self._end()
 
     def _schedule(self) -> None:
@@ -311,8 +391,7 @@ class RelayPipe:
         census.client_gone()
         self._gone = True
         self._relay.abandon()
-        self._stop.abort()
-        self._cancel_reader()
+        self._stop_reading()
         if self._writer is not None:
             void_caller(js.Reflect.get(self._writer, "abort"), self._writer)(None)
         self._end()

@@ -265,6 +265,16 @@ class Relay:
         driver may hold what it has read without weakening either (a windowed reader)."""
         return self._step
 
+    def resume(self, now: float) -> None:
+        """The driver held back: it read nothing from the upstream (and ticked not at all)
+        while the client read nothing and the client's backlog was full, and reads again
+        from `now`. The silence was the client's, not the model's: the idle limit and the
+        ping interval start again from now."""
+        if self.closed:
+            return
+        self._last_data = self._last_sent = self._last_tick = now
+        self._got_data = self._sent = False
+
     def next_deadline(self) -> float:
         timing = self._timing
         return min(

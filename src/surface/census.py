@@ -26,6 +26,7 @@ _COUNTS = {
     "clients_gone": 0,
     "window_reads": 0,
     "window_waits": 0,
+    "holds": 0,
 }
 
 
@@ -49,6 +50,11 @@ def window_read(waited: bool) -> None:
     _COUNTS["window_reads"] += 1
     if waited:
         _COUNTS["window_waits"] += 1
+
+
+def held() -> None:
+    """A pipe held back for its client (its backlog full)."""
+    _COUNTS["holds"] += 1
 
 
 def client_gone() -> None:

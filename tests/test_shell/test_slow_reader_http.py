@@ -1,7 +1,11 @@
-"""A client that stops reading (issue 35), on workerd through the real Ai class: its answer
-still arrives whole after the pause, everything the relay made is released, and a paused
-client that leaves still closes the model's connection. How much memory such a client holds
-is measured by bench/probes/slow_reader.py (bench/notes/2026-11-26-slow-readers.md)."""
+"""A client that stops reading (issues 35 and 42), on workerd through the real Ai class: its
+answer still arrives whole after the pause, everything the relay made is released, and a paused
+client that leaves still closes the model's connection. Once the client's backlog is full
+(jsstream.BACKLOG) the relay stops reading the model, so the model is left with most of a long
+answer unsent; that is shown with the windows off (one read per network chunk), where the bound
+is reached as soon as the kernel's socket buffers are full (with windows the tee's drain reads
+ahead: bench/notes/2026-11-29-paused-readers.md). How much memory such a client holds is
+measured by bench/probes/slow_reader.py and `make bench-check`'s paused_kb."""
 
 from __future__ import annotations
 
@@ -172,4 +176,93 @@ def test_a_paused_client_that_leaves_closes_the_model_connection(
     )
     assert_stopped(call)
     after = wait_until_released(runtime, before)
+    assert after["clients_gone"] - before["clients_gone"] == 1, (before, after)
+
+
+# More than the socket buffers between the model, workerd and the client can take (~4 MB of
+# the model's frames and ~4 MB of ours, measured on this kind of machine): ~8 MB from the model.
+LONG = 100_000
+
+
+@pytest.fixture(scope="module")
+def held() -> Iterator[Runtime]:
+    rt = start_runtime(vars={"AI_MAX_TOKENS_LIMIT": "200000", "STREAM_WINDOW_MS": "0"}, pace_ms=0)
+    yield rt
+    rt.stop()
+
+
+def wire(text: str, n: int) -> bytes:
+    """/api/v1/chat's answer to `text` asking [[tokens:n]] (pings left out)."""
+    out = [
+        b'event: content_block_delta\ndata: {"index":%d,"text":"%s"}\n\n'
+        % (i, (("" if i == 0 else " ") + FILLER[i % len(FILLER)]).encode())
+        for i in range(n)
+    ]
+    prompt = len(text.split()) + 3
+    usage = {"prompt_tokens": prompt, "completion_tokens": n, "total_tokens": prompt + n}
+    out.append(
+        b'event: message_stop\ndata: {"stop_reason":"stop","usage":%s}\n\n'
+        % json.dumps(usage, separators=(",", ":")).encode()
+    )
+    return b"".join(out) + b"event: done\ndata: {}\n\n"
+
+
+def held_back(rt: Runtime, text: str) -> dict[str, Any]:
+    """The model's call once it has sent nothing for 2 s (or finished): what a client that
+    reads nothing let it send."""
+    seen = {"chunks": -1, "at": time.monotonic()}
+
+    def still(call: dict[str, Any]) -> bool:
+        if call["chunksSent"] != seen["chunks"]:
+            seen.update(chunks=call["chunksSent"], at=time.monotonic())
+        return call["finishedAt"] is not None or time.monotonic() - seen["at"] > 2
+
+    return our_call(rt, text, still, timeout=120)
+
+
+def test_a_client_that_reads_nothing_holds_the_model_back_then_gets_every_byte(
+    held: Runtime,
+) -> None:
+    rt = held
+    text = f"[[tokens:{LONG}]] held back"
+    before = rt.stats()
+    s = paused_request(rt, "/api/v1/chat", text, LONG + 10)
+    try:
+        call = held_back(rt, text)
+        holds = rt.stats()["holds"] - before["holds"]
+    except BaseException:
+        s.close()
+        raise
+    assert call["finishedAt"] is None and call["chunksSent"] < call["chunksTotal"], (
+        f"the model sent all {call['chunksTotal']} chunks of the answer while the client read "
+        f"nothing: the relay did not hold it back ({holds} holds): {call}"
+    )
+    assert holds >= 1, f"the model stopped but the relay never held back: {call}"
+    body = read_body(s)
+    got = re.sub(rb"(?m)^:[^\n]*\n\n", b"", body)
+    expected = wire(text, LONG)
+    assert got == expected, (
+        f"{len(got)} bytes, {len(expected)} expected; first difference at "
+        f"{next((i for i, (a, b) in enumerate(zip(got, expected, strict=False)) if a != b), None)}"
+    )
+    after = wait_until_released(rt, before)
+    assert after["clients_gone"] == before["clients_gone"], (before, after)
+
+
+def test_a_held_back_client_that_leaves_closes_the_model_connection(held: Runtime) -> None:
+    rt = held
+    text = f"[[tokens:{LONG}]] held back then gone"
+    before = rt.stats()
+    s = paused_request(rt, "/api/v1/chat", text, LONG + 10)
+    try:
+        call = held_back(rt, text)
+        assert call["finishedAt"] is None, f"the model was not held back: {call}"
+        assert rt.stats()["holds"] > before["holds"], "the relay never held back"
+    finally:
+        s.close()  # with unread data: a reset
+    call = our_call(
+        rt, text, lambda c: c["clientClosedAt"] is not None or c["finishedAt"] is not None
+    )
+    assert_stopped(call)
+    after = wait_until_released(rt, before)
     assert after["clients_gone"] - before["clients_gone"] == 1, (before, after)

@@ -137,6 +137,23 @@ def test_ticks_ping_after_silence_then_time_out() -> None:
     assert relay.closed and relay.tick(9.0) == b""
 
 
+def test_a_hold_for_the_client_is_not_the_model_falling_silent() -> None:
+    rec = Recorder()
+    relay = Relay(rec, Timing(ping_after=1.0, give_up_after=2.5), now=0.0)
+    relay.feed(wire("a")[0])
+    assert relay.tick(0.25) == b""
+    # The driver held back from 0.25 to 10.0 (no reads, no ticks): nothing timed out.
+    relay.resume(10.0)
+    assert relay.next_deadline() == 10.25
+    assert relay.tick(10.25) == b"" and relay.tick(11.0) == b"P"
+    assert relay.tick(12.25) == b"P" and relay.tick(12.5) == b"X"
+    assert rec.calls[-1] == Failed(
+        code="upstream_timeout", message="The model sent nothing for 2.5 seconds."
+    )
+    relay.resume(20.0)  # closed: nothing changes
+    assert relay.closed and relay.tick(30.0) == b""
+
+
 def test_sending_text_postpones_the_ping() -> None:
     relay = Relay(Recorder(), Timing(ping_after=1.0, give_up_after=5.0), now=0.0)
     relay.feed(wire("a")[0])
