@@ -266,3 +266,46 @@ def test_a_held_back_client_that_leaves_closes_the_model_connection(held: Runtim
     assert_stopped(call)
     after = wait_until_released(rt, before)
     assert after["clients_gone"] - before["clients_gone"] == 1, (before, after)
+
+
+@pytest.fixture(scope="module")
+def held_windowed() -> Iterator[Runtime]:
+    rt = start_runtime(vars={"AI_MAX_TOKENS_LIMIT": "200000"}, pace_ms=0)
+    yield rt
+    rt.stop()
+
+
+def test_with_windows_a_client_that_reads_nothing_holds_a_paced_model_back(
+    held_windowed: Runtime,
+) -> None:
+    """The default windowed reader. Its tee's drain reads the model ahead of the relay, so a
+    model that sends all at once finishes whatever the client does (the relay holds back only
+    once it has caught up: measured, bench/notes/2026-11-29-paused-readers.md). A model that
+    sends at a pace the relay keeps up with (10,000 tokens a second here; the relay reads an
+    answer sent at once at ~60,000 tokens a CPU-second, bench-check's `whole` cell; Workers AI
+    sends well under 1,000) is held back once the socket buffers and the body's backlog are
+    full."""
+    rt = held_windowed
+    text = f"[[tokens:{LONG}]] [[rate:10000]] held back by windows"
+    before = rt.stats()
+    s = paused_request(rt, "/api/v1/chat", text, LONG + 10)
+    try:
+        call = held_back(rt, text)
+        holds = rt.stats()["holds"] - before["holds"]
+    except BaseException:
+        s.close()
+        raise
+    assert call["finishedAt"] is None and call["chunksSent"] < call["chunksTotal"], (
+        f"the model sent all {call['chunksTotal']} chunks of the answer while the client read "
+        f"nothing: the relay did not hold it back ({holds} holds): {call}"
+    )
+    assert holds >= 1, f"the model stopped but the relay never held back: {call}"
+    body = read_body(s)
+    got = re.sub(rb"(?m)^:[^\n]*\n\n", b"", body)
+    expected = wire(text, LONG)
+    assert got == expected, (
+        f"{len(got)} bytes, {len(expected)} expected; first difference at "
+        f"{next((i for i, (a, b) in enumerate(zip(got, expected, strict=False)) if a != b), None)}"
+    )
+    after = wait_until_released(rt, before)
+    assert after["clients_gone"] == before["clients_gone"], (before, after)
