@@ -34,6 +34,14 @@ BACKLOG = 65536
 HOLD_POLL = 0.05
 
 
+def stalled(seconds: float) -> Failed:
+    """How an answer ends whose client read nothing for `seconds` while its backlog was full."""
+    return Failed(
+        code="client_stalled",
+        message=f"The client read nothing for {seconds:g} seconds; the answer was stopped.",
+    )
+
+
 class JsByteSource:
     """A streamed answer from env.AI.run(). The shell hands the untouched stream to a
     RelayPipe, for a streamed answer and a collected one alike; after cancel() nothing reads
@@ -119,6 +127,7 @@ class RelayPipe:
         # A client reads this answer as it streams: its backlog is bounded (see the class).
         self._bounded = out is None and not whole
         self._held = False
+        self._held_at = 0.0  # when the client last let nothing through (time.monotonic())
         if out is None:
             pair = (
                 js.IdentityTransformStream.new(js_object({"highWaterMark": BACKLOG}))
@@ -266,6 +275,7 @@ class RelayPipe:
         that chain was cancelled as hung ("would never generate a response"), and with a timer
         beside it, one such chain never resumed although the client read on."""
         self._held = True
+        self._held_at = time.monotonic()
         census.held()
         if self._drain_stop is not None:
             self._drain_stop.abort()
@@ -341,6 +351,11 @@ class RelayPipe:
             room = self._writer.desiredSize
             if room is None or room > 0:
                 self._resume()
+            elif time.monotonic() - self._held_at >= self._relay.give_up_after:
+                # A client that reads nothing for as long as a silent model is waited out: the
+                # answer stops (the model's stream is cancelled) with an error event after the
+                # backlog, for a client that comes back after all.
+                self.stop(stalled(self._relay.give_up_after))
             else:
                 self._timer = js.setTimeout(self._tick, HOLD_POLL * 1000)
             return

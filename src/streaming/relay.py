@@ -260,6 +260,12 @@ class Relay:
             self._close(None)
 
     @property
+    def give_up_after(self) -> float:
+        """UPSTREAM_TIMEOUT_SECONDS: the longest silence an answer waits out (the model's, or a
+        held-back client's: the shell stops an answer whose client read nothing that long)."""
+        return self._timing.give_up_after
+
+    @property
     def quiet_step(self) -> float:
         """A quarter of the shorter of the ping interval and the idle limit: the longest a
         driver may hold what it has read without weakening either (a windowed reader)."""

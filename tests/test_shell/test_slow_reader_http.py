@@ -186,7 +186,15 @@ LONG = 100_000
 
 @pytest.fixture(scope="module")
 def held() -> Iterator[Runtime]:
-    rt = start_runtime(vars={"AI_MAX_TOKENS_LIMIT": "200000", "STREAM_WINDOW_MS": "0"}, pace_ms=0)
+    # The idle limit far off: a client held back that long has its answer stopped (below).
+    rt = start_runtime(
+        vars={
+            "AI_MAX_TOKENS_LIMIT": "200000",
+            "STREAM_WINDOW_MS": "0",
+            "UPSTREAM_TIMEOUT_SECONDS": "60",
+        },
+        pace_ms=0,
+    )
     yield rt
     rt.stop()
 
@@ -270,7 +278,9 @@ def test_a_held_back_client_that_leaves_closes_the_model_connection(held: Runtim
 
 @pytest.fixture(scope="module")
 def held_windowed() -> Iterator[Runtime]:
-    rt = start_runtime(vars={"AI_MAX_TOKENS_LIMIT": "200000"}, pace_ms=0)
+    rt = start_runtime(
+        vars={"AI_MAX_TOKENS_LIMIT": "200000", "UPSTREAM_TIMEOUT_SECONDS": "60"}, pace_ms=0
+    )
     yield rt
     rt.stop()
 
@@ -309,3 +319,56 @@ def test_with_windows_a_client_that_reads_nothing_holds_a_paced_model_back(
     )
     after = wait_until_released(rt, before)
     assert after["clients_gone"] == before["clients_gone"], (before, after)
+
+
+STALL_SECONDS = 3  # UPSTREAM_TIMEOUT_SECONDS of the runtime below
+
+
+@pytest.fixture(scope="module")
+def stalling() -> Iterator[Runtime]:
+    rt = start_runtime(
+        vars={
+            "AI_MAX_TOKENS_LIMIT": "200000",
+            "STREAM_WINDOW_MS": "0",
+            "UPSTREAM_TIMEOUT_SECONDS": str(STALL_SECONDS),
+        },
+        pace_ms=0,
+    )
+    yield rt
+    rt.stop()
+
+
+def test_a_client_that_reads_nothing_for_the_idle_limit_has_its_answer_stopped(
+    stalling: Runtime,
+) -> None:
+    """Held back for UPSTREAM_TIMEOUT_SECONDS with nothing read, the answer stops: the model's
+    connection is closed, and a client that reads after all gets what was held, then the error
+    event client_stalled (never a silent end)."""
+    rt = stalling
+    text = f"[[tokens:{LONG}]] stalled"
+    before = rt.stats()
+    s = paused_request(rt, "/api/v1/chat", text, LONG + 10)
+    try:
+        call = our_call(
+            rt,
+            text,
+            lambda c: c["clientClosedAt"] is not None or c["finishedAt"] is not None,
+            timeout=120,
+        )
+        assert rt.stats()["holds"] > before["holds"], f"the relay never held back: {call}"
+        assert_stopped(call)
+        body = read_body(s)
+    finally:
+        s.close()
+    got = re.sub(rb"(?m)^:[^\n]*\n\n", b"", body)
+    ending = (
+        b'event: error\ndata: {"error":"client_stalled","message":"The client read nothing for '
+        b'%d seconds; the answer was stopped."}\n\nevent: done\ndata: {}\n\n' % STALL_SECONDS
+    )
+    assert got.endswith(ending), f"the body ends {got[-300:]!r}, not with {ending!r}"
+    expected = wire(text, LONG)
+    sent = got[: -len(ending)]
+    assert expected.startswith(sent) and len(sent) > 1_000_000, (
+        f"{len(sent)} bytes before the error, not a prefix of the answer: {sent[-200:]!r}"
+    )
+    wait_until_released(rt, before)
