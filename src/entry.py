@@ -45,7 +45,8 @@ from shell.durable_stubs import DurableConversations, DurableOwnerIndexes, Durab
 from shell.js_glue import js_headers
 from shell.jsbody import RequestBody
 from shell.jspieces import PiecesStream
-from shell.jsstream import JsByteSource, RelayPipe
+from shell.jssource import JsByteSource
+from shell.jsstream import RelayPipe
 from shell.late_body import LateBody, within
 from shell.owner_index_object import ConversationIndex  # noqa: F401
 from shell.response_object import StoredResponse  # noqa: F401

@@ -24,7 +24,8 @@ from base import settings as config
 from base.errors import ApiError, ClientGone
 from base.settings import Lookup
 from shell.js_glue import js_bind, js_object
-from shell.jsstream import JsByteSource, RelayPipe
+from shell.jssource import JsByteSource
+from shell.jsstream import RelayPipe
 from shell.jsvectors import embedding_result
 from streaming.relay import OneShot, Relay, Source, Upstream
 from surface import daily_budget, rate_limit

@@ -43,7 +43,8 @@ from shell.bindings import (
 )
 from shell.budget_object import DurableBudgets
 from shell.js_glue import DurableSql, js_headers, void_caller
-from shell.jsstream import JsByteSource, RelayPipe
+from shell.jssource import JsByteSource
+from shell.jsstream import RelayPipe
 from streaming.relay import Relay, Source
 from surface import daily_budget
 from surface.owners import OWNED_HEADER, same_owner

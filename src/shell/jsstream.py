@@ -1,5 +1,4 @@
-"""The relay in JS streams: a Workers AI stream in, the relay's bytes out (RelayPipe), and
-the handle that cancels the stream before a pipe took it (JsByteSource).
+"""The relay in JS streams: a Workers AI stream in, the relay's bytes out (RelayPipe).
 
 Every proxy made here is destroyed exactly once, whichever way the stream ends: the
 answer completes, fails or times out, the client cancels the body, or the request signal
@@ -18,8 +17,8 @@ from typing import Any
 import js
 from pyodide.ffi import create_proxy, to_js
 
-from shell.js_glue import ReadAfter, bytes_of, ignore, js_bind, js_object, void_caller
-from streaming.relay import Failed, Relay
+from shell.js_glue import ReadAfter, bytes_of, js_bind, js_object, void_caller
+from streaming.relay import Failed, Relay, stalled
 from streaming.window import FULL_READ, Windows
 from surface import census
 
@@ -27,38 +26,10 @@ log = logging.getLogger("jsstream")
 
 # The window of an answer collected whole (nobody sees its tokens one by one), in seconds.
 WHOLE_WINDOW = 0.25
-# The most bytes a streamed answer keeps for a client that reads nothing before it stops
-# reading the model (the body's highWaterMark): issue 42, bench/notes/2026-11-29-paused-readers.md.
+# What a streamed answer keeps for a client that reads nothing (the body's highWaterMark).
 BACKLOG = 65536
 # How often a pipe held back for its client looks whether the client has read, in seconds.
 HOLD_POLL = 0.05
-
-
-def stalled(seconds: float) -> Failed:
-    """How an answer ends whose client read nothing for `seconds` while its backlog was full."""
-    return Failed(
-        code="client_stalled",
-        message=f"The client read nothing for {seconds:g} seconds; the answer was stopped.",
-    )
-
-
-class JsByteSource:
-    """A streamed answer from env.AI.run(). The shell hands the untouched stream to a
-    RelayPipe, for a streamed answer and a collected one alike; after cancel() nothing reads
-    the stream again."""
-
-    __slots__ = ("_stopped", "stream")
-
-    def __init__(self, stream: js.ReadableStream) -> None:
-        self.stream = stream
-        self._stopped = False
-
-    def cancel(self) -> None:
-        if self._stopped:
-            return
-        self._stopped = True
-        if not self.stream.locked:
-            ignore(self.stream.cancel())
 
 
 class RelayPipe:
@@ -68,13 +39,9 @@ class RelayPipe:
     JavaScript does the pumping; Python is called once per upstream chunk, synchronously, and
     returns nothing: no promise reaches Python per chunk (the writes go through void_caller).
     The events are not awaited: they queue in the IdentityTransformStream for a client that
-    reads slowly. For a streamed answer that queue is bounded: the body has a highWaterMark of
-    BACKLOG bytes, and after each read the pipe looks at the writer's desiredSize (one property
-    read); when the client has let BACKLOG bytes pile up, the pipe holds back (_hold): no
-    read, no ping, no idle limit, the tee's drain stopped, until the client has read some of
-    it (the timer looks every HOLD_POLL), so the model is held back by TCP. A durable
-    conversation's turn (`out`) and an answer collected whole have no reader to wait for: they
-    are not bounded.
+    reads slowly, at most BACKLOG bytes for a streamed answer (the body's highWaterMark): past
+    that the pipe holds back (_hold) until the client reads, so the model is held back by TCP.
+    A durable turn (`out`) and an answer collected whole have no reader: not bounded.
     It is wired step by step from Python, because workerd makes no code from strings.
 
     Ways it ends, and what stops the upstream read in each:
@@ -264,16 +231,11 @@ class RelayPipe:
     def _hold(self) -> None:
         """The client has let BACKLOG bytes pile up: read nothing more until it reads.
 
-        The tee's drain pulls the upstream whatever the read branch does, so it is stopped,
-        for good: on workerd an aborted pipeTo errors its branch even with preventCancel
-        (bench/notes/2026-11-29-paused-readers.md), and the tee goes on with the read branch
-        alone, which from then on is read chunk by chunk. No tick either: the relay's idle
-        limit and pings wait with the reads (Relay.resume).
-
-        The timer looks at desiredSize every HOLD_POLL instead of a JS chain on the writer's
-        `ready`: measured on workerd under the launcher, a request whose only pending work was
-        that chain was cancelled as hung ("would never generate a response"), and with a timer
-        beside it, one such chain never resumed although the client read on."""
+        The tee's drain is stopped for good (an aborted pipeTo errors its branch even with
+        preventCancel), so the read branch is read chunk by chunk from then on; the relay's idle
+        limit and pings wait too (Relay.resume). A timer looks at desiredSize every HOLD_POLL:
+        a JS chain on the writer's `ready` was cancelled as hung, or never resumed (measured:
+        bench/notes/2026-11-29-paused-readers.md)."""
         self._held = True
         self._held_at = time.monotonic()
         census.held()

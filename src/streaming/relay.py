@@ -93,6 +93,14 @@ INCOMPLETE = Failed(
 )
 
 
+def stalled(seconds: float) -> Failed:
+    """How an answer ends whose client read nothing for `seconds` while its backlog was full."""
+    return Failed(
+        code="client_stalled",
+        message=f"The client read nothing for {seconds:g} seconds; the answer was stopped.",
+    )
+
+
 class Relay:
     """What a driver must do (RelayPipe in the Worker, the tests' drive(), relay_whole() for a
     one-shot result), the one contract both follow:
