@@ -225,7 +225,7 @@ class RelayPipe:
             self._reads.start(0)
             return
         wait = self._windows.after_read(time.monotonic(), data)
-        census.window_read(wait > 0)
+        census.window_read(self._windows.windowed)
         self._reads.start(wait)
 
     def _hold(self) -> None:

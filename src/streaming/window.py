@@ -45,6 +45,7 @@ class Windows:
         "slow_rate",
         "warm_frames",
         "warm_seconds",
+        "windowed",
     )
 
     def __init__(
@@ -69,6 +70,9 @@ class Windows:
         self._last_at: float | None = None  # when the last read that ended on a frame did
         self._rate: float | None = None  # tokens (frames) a second, smoothed
         self._steady = False
+        # Whether the wait after_read last returned is a window (not a gathering wait, 0, or
+        # the read at once after a full one): what the census counts as a window.
+        self.windowed = False
 
     @classmethod
     def steady(cls, longest: float) -> Windows:
@@ -83,6 +87,7 @@ class Windows:
         return self._rate
 
     def after_read(self, now: float, data: bytes) -> float:
+        self.windowed = False
         if self.longest <= 0:
             return 0.0
         if self._first_at is None:
@@ -94,6 +99,7 @@ class Windows:
         if not data.endswith(FRAME_END):
             return self.gather  # mid-frame: the rest is on its way
         if self._steady:
+            self.windowed = True
             return self.longest
         last, self._last_at = self._last_at, now
         if last is not None and now > last and frames:
@@ -103,7 +109,9 @@ class Windows:
             return self._gathering()
         if now - self._first_at < self.warm_seconds:
             return self._gathering()  # a burst so far: what follows may as well be the end
-        return self.window(self._rate)
+        wait = self.window(self._rate)
+        self.windowed = wait > 0
+        return wait
 
     def _gathering(self) -> float:
         """The warm-up's wait: `gather`, then twice the last each time (2, 4, 8 ms...), at most

@@ -94,8 +94,9 @@ def test_an_answer_that_comes_in_a_burst_is_read_to_its_end_at_once() -> None:
     w = Windows(0.09)
     reads = [(0.0, frames(2)), (0.002, frames(6)), (0.006, frames(30)), (0.014, frames(60))]
     assert feed(w, reads) == [G, 2 * G, 4 * G, 8 * G]
+    assert not w.windowed, "a gathering wait counted as a window"
     # Past the warm-up (15 ms), the rate decides: a fast one, the longest window.
-    assert w.after_read(0.030, frames(90)) == 0.09
+    assert w.after_read(0.030, frames(90)) == 0.09 and w.windowed
 
 
 def test_the_window_opens_once_the_stream_has_run_for_its_warm_up() -> None:
