@@ -22,7 +22,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { peerSpec, relaySpec, startBare } from "./bare.mjs";
-import { chatBody, cpuOf, getJson, pool, post, startModel } from "./workerd.mjs";
+import { chatBody, cpuOf, getJson, largestLevels, pool, post, startModel } from "./workerd.mjs";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const { values: args } = parseArgs({ options: {
@@ -203,24 +203,7 @@ async function heldStreams(variants, steps = [25, 50, 100, 150, 200, 300, 400]) 
     await sleep(500);
     return held;
   };
-  const bounds = Object.fromEntries(variants.map((v) => [v.name, { lo: 0, hi: null }]));
-  for (const n of steps) {
-    for (const v of variants) {
-      const b = bounds[v.name];
-      if (b.hi === null) { if (await level(v, n)) b.lo = n; else b.hi = n; }
-    }
-  }
-  for (;;) {
-    const open = variants.filter((v) => { const b = bounds[v.name]; return b.hi !== null && b.hi - b.lo > Math.max(10, b.lo * 0.1); });
-    if (!open.length) break;
-    for (const v of open) {
-      const b = bounds[v.name];
-      const n = Math.round((b.lo + b.hi) / 20) * 10;
-      if (n <= b.lo || n >= b.hi) { b.hi = b.lo; continue; }
-      if (await level(v, n)) b.lo = n; else b.hi = n;
-    }
-  }
-  return { rows, held: Object.fromEntries(variants.map((v) => [v.name, bounds[v.name].lo])) };
+  return { rows, held: await largestLevels(variants, steps, level) };
 }
 
 function rssKb(pid) {

@@ -665,7 +665,19 @@ async function concurrencyBench(variants, modelUrl, steps) {
     await sleep(500);
     return kept === n;
   };
-  // The coarse steps, interleaved, until a level is not kept...
+  const held = await largestLevels(variants, steps, level);
+  for (const v of variants) out[v.name].sort((a, b) => a.streams - b.streams);
+  out.maxKept = held;
+  return out;
+}
+
+/**
+ * The largest level (e.g. streams at once) each variant holds, `level(v, n)` saying whether it
+ * holds n: the coarse steps, interleaved, until a level is not held, then the gap between the
+ * last level held and the first one not held halved down to about 10% (the coarse steps alone
+ * put the ratio anywhere in [lo/hi', hi/lo']). Returns {variant name: level}.
+ */
+export async function largestLevels(variants, steps, level) {
   const bounds = Object.fromEntries(variants.map((v) => [v.name, { lo: 0, hi: null }]));
   for (const n of steps) {
     for (const v of variants) {
@@ -674,8 +686,6 @@ async function concurrencyBench(variants, modelUrl, steps) {
       if (await level(v, n)) b.lo = n; else b.hi = n;
     }
   }
-  // ...then halve the gap between the last level kept and the first one not kept, down to
-  // about 10% (the coarse steps alone put the ratio anywhere in [lo/hi', hi/lo']).
   for (;;) {
     const open = variants.filter((v) => { const b = bounds[v.name]; return b.hi !== null && b.hi - b.lo > Math.max(10, b.lo * 0.1); });
     if (!open.length) break;
@@ -686,9 +696,7 @@ async function concurrencyBench(variants, modelUrl, steps) {
       if (await level(v, n)) b.lo = n; else b.hi = n;
     }
   }
-  for (const v of variants) out[v.name].sort((a, b) => a.streams - b.streams);
-  out.maxKept = Object.fromEntries(variants.map((v) => [v.name, bounds[v.name].lo]));
-  return out;
+  return Object.fromEntries(variants.map((v) => [v.name, bounds[v.name].lo]));
 }
 
 // ---------------------------------------------------------------- 6. restart from the snapshot
