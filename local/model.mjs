@@ -532,7 +532,15 @@ export function startModel({ port = 0, paceMs = 40 } = {}) {
     let code = opts.fault === "throw" ? 5000 : opts.error !== undefined ? Number(opts.error) : null;
     if (PAID_PLAN.test(model)) code = 5035;
     else if (busy && call.options?.rejectIfBusy === true) code = 3040;
-    else if (busy) { call.queuedMs = BUSY_QUEUE_MS; await sleep(BUSY_QUEUE_MS); }
+    else if (busy) {
+      // A caller that leaves while its call is queued: recorded, and nothing is sent after.
+      const left = () => { call.clientClosedAt = call.closedAt = now(); call.chunksAtClose = 0; };
+      res.once("close", left);
+      call.queuedMs = BUSY_QUEUE_MS;
+      await sleep(BUSY_QUEUE_MS);
+      res.off("close", left);
+      if (call.closedAt !== null) return;
+    }
     if (code !== null) {
       const [status, name, description] = ERRORS[code] ?? [500, "InferenceUpstreamError", `error ${code}`];
       call.status = status;

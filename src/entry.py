@@ -47,7 +47,7 @@ from shell.jsbody import RequestBody
 from shell.jspieces import PiecesStream
 from shell.jssource import JsByteSource
 from shell.jsstream import RelayPipe
-from shell.late_body import LateBody, within
+from shell.late_body import LateBody, ended_or_whole, within
 from shell.owner_index_object import ConversationIndex  # noqa: F401
 from shell.response_object import StoredResponse  # noqa: F401
 from streaming.relay import OneShot, Relay, Relayed, relay_whole
@@ -165,7 +165,7 @@ async def on_fetch(request: Any, env: Any, ctx: Any) -> Any:
     model = WorkersAi(bindings.env, signal, record)
     window = shell_stream_window(lookup)
     route = TABLE.find(path)
-    if route is None or not route.metered or record.method != "POST" or route.always_streams:
+    if route is None or not route.metered or record.method != "POST":
         response = await _answer(web, bindings, model, signal, ctx, record, body)
         return _to_response(response, signal, ctx, record, window)
     task = asyncio.ensure_future(_answer(web, bindings, model, signal, ctx, record, body))
@@ -174,17 +174,17 @@ async def on_fetch(request: Any, env: Any, ctx: Any) -> Any:
     kept = js.Promise.withResolvers()
     ctx.waitUntil(kept.promise)
     task.add_done_callback(lambda _: kept.resolve())
-    after = early_head.head_after(lookup)
-    if after > 0:
-        # A whole answer still being made: its head goes out now (surface/early_head.py).
-        while not await within(task, after):
-            if not model.answers_whole:
-                continue
+    # No timer until the model starts answering whole: a streamed answer (every request of
+    # /api/v1/chat, most of the OpenAI doors) never has an early head, nor its wait.
+    if not await ended_or_whole(task, model):
+        after = early_head.head_after(lookup)
+        # A whole answer still being made `after` seconds into the request: its head goes out
+        # then (surface/early_head.py).
+        if after > 0 and not await within(task, after - (time.monotonic() - record.started)):
             head = early_head.head_headers(web, lookup, record.request_id)
-            if head is None:
-                break
-            late = LateBody(task, ctx, early_head.heartbeat_every(lookup), _finish(record))
-            return _js_response(late.stream, 200, js_headers(head))
+            if head is not None:
+                late = LateBody(task, ctx, early_head.heartbeat_every(lookup), _finish(record))
+                return _js_response(late.stream, 200, js_headers(head))
     response = await task
     return _to_response(response, signal, ctx, record, window)
 

@@ -2,6 +2,7 @@
 // Where a short request's CPU goes, thread by thread (issue 42): workerd's process CPU per
 // request split by thread name (/proc/<pid>/task/<tid>/comm, schedstat), relay vs JS recipe.
 //   node bench/probes/threads.mjs [--n 100] [--rounds 3] [--src name=/path/to/src ...]
+//     [--path /v1/chat/completions]  (the relay's door: that one is asked with stream: true)
 import fs from "node:fs";
 import http from "node:http";
 import { parseArgs } from "node:util";
@@ -13,6 +14,7 @@ const { values: args } = parseArgs({ options: {
   tokens: { type: "string", default: "5" },
   src: { type: "string", multiple: true, default: [] }, only: { type: "string", default: "" },
   var: { type: "string", multiple: true, default: [] },
+  path: { type: "string", default: "/api/v1/chat" },
 } });
 const N = Number(args.n);
 function threads(pid) {
@@ -44,15 +46,15 @@ const variants = [];
 for (const [name, spec] of chosen) {
   const bare = await startBare(name, spec, model.url);
   const isRelay = name !== "passthrough" && name !== "js_reframer";
-  variants.push({ name, bare, pid: bare.pid, url: new URL(isRelay ? "/api/v1/chat" : "/", bare.url), agent: new http.Agent({ keepAlive: true }) });
+  variants.push({ name, bare, pid: bare.pid, url: new URL(isRelay ? args.path : "/", bare.url), openai: isRelay && args.path.startsWith("/v1/"), agent: new http.Agent({ keepAlive: true }) });
 }
-const body = () => chatBody({ tokens: Number(args.tokens) });
+const bodyFor = (v) => () => ({ ...chatBody({ tokens: Number(args.tokens) }), ...(v.openai ? { stream: true } : {}) });
 const totals = {};
-for (const v of variants) await pool(Array.from({ length: 60 }, body), 1, (b) => post(v, b));
+for (const v of variants) await pool(Array.from({ length: 60 }, bodyFor(v)), 1, (b) => post(v, b));
 for (let r = 0; r < Number(args.rounds); r++) {
   for (const v of variants) {
     const before = threads(v.pid);
-    const res = await pool(Array.from({ length: N }, body), 1, (b) => post(v, b));
+    const res = await pool(Array.from({ length: N }, bodyFor(v)), 1, (b) => post(v, b));
     await new Promise((ok) => setTimeout(ok, 50));
     const after = threads(v.pid);
     const bad = res.filter((x) => x.status !== 200).length;

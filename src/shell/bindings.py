@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -95,8 +96,10 @@ class WorkersAi:
         self._signal = signal if signal else None
         self._record = record
         # A call of this request answers whole (drained, or asked for no stream and answered):
-        # the shell may send its head early (surface/early_head.py).
+        # the shell may send its head early (surface/early_head.py); `on_whole` is called once
+        # when that starts (the shell's wait for it).
         self.answers_whole = False
+        self.on_whole: Callable[[], None] | None = None
         self._owner = owner  # the owner's keyed hash, for the gateway (else the record's)
 
     async def stream(
@@ -144,12 +147,18 @@ class WorkersAi:
         if inputs.get("stream") is not True:
             # Answered (an embedding batch): the next failure may come after the early head, the
             # ones before it keep their status.
-            self.answers_whole = True
+            self._answering_whole()
         if getattr(getattr(result, "constructor", None), "name", None) == "ReadableStream":
             return JsByteSource(result)
         if "text" in inputs and hasattr(result, "to_py"):  # an embedding call
             return OneShot(result=embedding_result(result))
         return OneShot(result=result.to_py() if hasattr(result, "to_py") else result)
+
+    def _answering_whole(self) -> None:
+        if not self.answers_whole:
+            self.answers_whole = True
+            if self.on_whole is not None:
+                self.on_whole()
 
     async def to_markdown(self, name: str, mime: str, data: bytes) -> dict[str, Any]:
         """env.AI.toMarkdown({name, blob}) (doors/files/markdown_api.py), as Python values."""
@@ -171,7 +180,7 @@ class WorkersAi:
         """The same pipe as a streamed answer (JS timers for the idle limit, the client's
         signal to stop it), with no reader: the relay's encoder collects the answer."""
         assert isinstance(source, JsByteSource), source
-        self.answers_whole = True
+        self._answering_whole()
         window = config.shell_stream_window(env_lookup(self._env))
         await RelayPipe(source.stream, relay, self._signal, window=window, whole=True).to_end()
 

@@ -18,6 +18,27 @@ from shell.js_glue import void_caller
 from surface.early_head import SPACE
 
 
+async def ended_or_whole(task: asyncio.Future[Any], model: Any) -> bool:
+    """Wait until `task` ends or `model` starts answering whole (its `on_whole` hook); whether
+    the task ended. No timer: a streamed answer ends the wait as soon as its response is made."""
+    if task.done() or model.answers_whole:
+        return task.done()
+    woke: asyncio.Future[None] = asyncio.get_event_loop().create_future()
+
+    def wake(*_: Any) -> None:
+        if not woke.done():
+            woke.set_result(None)
+
+    task.add_done_callback(wake)
+    model.on_whole = wake
+    try:
+        await woke
+    finally:
+        model.on_whole = None
+        task.remove_done_callback(wake)
+    return task.done()
+
+
 async def within(task: asyncio.Future[Any], seconds: float) -> bool:
     """Whether `task` ended within `seconds`."""
     if task.done():
@@ -29,7 +50,7 @@ async def within(task: asyncio.Future[Any], seconds: float) -> bool:
             woke.set_result(None)
 
     proxy = create_proxy(wake)
-    timer = js.setTimeout(proxy, seconds * 1000)
+    timer = js.setTimeout(proxy, max(seconds, 0.0) * 1000)
     task.add_done_callback(wake)
     try:
         await woke

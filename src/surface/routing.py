@@ -139,9 +139,6 @@ class Route:
     render_error: ErrorRenderer
     access: Access | None = KEY_ONLY  # who may call it when API_KEYS is set (None: anyone)
     metered: bool = False  # it calls the model, so it costs neurons: rate limited
-    # Every answer of it is a stream: the early head of a whole answer (surface/early_head.py)
-    # never applies, so the shell answers it without the wait that early head needs.
-    always_streams: bool = False
     reads: bool = False  # it reads a Durable Object: rate limited on a limit of its own
     # Methods of a metered route that only read (GET a list): counted as reads instead.
     read_methods: tuple[str, ...] = ()

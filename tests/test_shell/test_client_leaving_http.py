@@ -174,3 +174,28 @@ def test_a_failure_after_the_early_head_is_the_body(leaving: Runtime) -> None:
     assert response.status_code == 200, response.text
     assert response.text.startswith(" "), response.text[:20]
     assert response.json()["error"]["code"] == "upstream_timeout", response.text
+
+
+def test_a_client_that_resets_before_a_streamed_answer_starts_is_logged(leaving: Runtime) -> None:
+    """A streamed answer whose model call is still queued (a busy model, [[busy:]]) when the
+    client resets: the request's context is kept until the answer is made, so the request line
+    (and what counts against a budget with it) is still written, and the call ends."""
+    tag = uuid.uuid4().hex
+    rid = f"leave-queued-{tag[:8]}"
+    content = f"{tag} [[busy:llama]] {SLOW}"
+    sock = send(
+        leaving,
+        "/api/v1/chat",
+        {"model": LLAMA, "messages": [{"role": "user", "content": content}]},
+        rid,
+    )
+    poll("a model call", lambda: calls_of(leaving, tag))
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    sock.close()
+    line = poll("the request line", lambda: request_line(leaving, rid))
+    assert (line["status"], line["outcome"]) == (499, "client_gone"), line
+    [call] = poll(
+        "the call to end",
+        lambda: [c for c in calls_of(leaving, tag) if c["closedAt"] or c["finishedAt"]],
+    )
+    assert call["finishedAt"] is None and call["chunksSent"] == 0, call

@@ -79,7 +79,6 @@ CHAT_API = Api(
             render_error=app_error,
             access=PAGE_OR_KEY,
             metered=True,
-            always_streams=True,
         ),
         "/api/v1/models": Route(
             methods={"GET": models}, render_error=app_error, access=PAGE_OR_KEY

@@ -280,7 +280,6 @@ UI_CHAT_API = Api(
             render_error=app_error,
             access=PAGE_OR_KEY,
             metered=True,
-            always_streams=True,
         )
     },
     render_error=app_error,
