@@ -163,6 +163,10 @@ export function peerSpec(name) {
   if (name === "js_reframer") {
     return { kind: "js", dir: workers, modules: ["js_reframer.mjs", "reframer.mjs"], ai: true, flags: ["enable_request_signal"] };
   }
+  // Any other JS Worker of bench/workers/<name>.mjs (js_identity, js_direct: the floors under it).
+  if (fs.existsSync(path.join(workers, `${name}.mjs`))) {
+    return { kind: "js", dir: workers, modules: [`${name}.mjs`, "reframer.mjs"], ai: true, flags: ["enable_request_signal"] };
+  }
   throw new Error(`no peer ${name}`);
 }
 

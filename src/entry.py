@@ -47,7 +47,7 @@ from shell.jsbody import RequestBody
 from shell.jspieces import PiecesStream
 from shell.jssource import JsByteSource
 from shell.jsstream import RelayPipe
-from shell.late_body import LateBody, ended_or_whole, within
+from shell.late_body import HeadTimer, LateBody
 from shell.owner_index_object import ConversationIndex  # noqa: F401
 from shell.response_object import StoredResponse  # noqa: F401
 from streaming.relay import OneShot, Relay, Relayed, relay_whole
@@ -142,8 +142,38 @@ def _body_timeout(lookup: Lookup) -> float:
         return BODY_TIMEOUT_DEFAULT
 
 
-async def on_fetch(request: Any, env: Any, ctx: Any) -> Any:
-    """Every request: the JS Request, the JS env and ctx in, a JS Response out."""
+# The requests being answered (Python tasks: empty whenever a deploy snapshots the module).
+_SERVING: set[asyncio.Future[None]] = set()
+
+
+def on_fetch(request: Any, env: Any, ctx: Any) -> Any:
+    """Every request: the JS Request, the JS env and ctx in, a promise of the JS Response out.
+    One coroutine makes the answer and resolves the promise, with the answer's Response or,
+    for a whole answer that is late, an early head's (the coroutine goes on to its body): no
+    second task and no wait for the streamed answers (measured: bench/notes/
+    2026-11-29-floors.md)."""
+    answered = js.Promise.withResolvers()
+    task = asyncio.ensure_future(_serve(request, env, ctx, answered))
+    _SERVING.add(task)  # the loop keeps only a weak reference
+    task.add_done_callback(_SERVING.discard)
+    return answered.promise
+
+
+async def _serve(request: Any, env: Any, ctx: Any, answered: Any) -> None:
+    try:
+        response = await _fetch(request, env, ctx, answered.resolve)
+    except Exception:
+        # A fault of the shell's own (the core's are answered 500 in _answer): the runtime
+        # answers a rejection 500, as it did an exception of on_fetch.
+        _emit(detail_line("-", "error", "entry", redacted(traceback.format_exc())))
+        answered.reject(js.Error.new("The request could not be completed."))
+        return
+    if response is not None:
+        answered.resolve(response)
+
+
+async def _fetch(request: Any, env: Any, ctx: Any, send: Callable[[Any], None]) -> Any:
+    """The answer's JS Response; None when the early head went out through `send`."""
     raw = request
     bindings = Bindings.of(env)
     url = str(raw.url)
@@ -168,24 +198,38 @@ async def on_fetch(request: Any, env: Any, ctx: Any) -> Any:
     if route is None or not route.metered or record.method != "POST":
         response = await _answer(web, bindings, model, signal, ctx, record, body)
         return _to_response(response, signal, ctx, record, window)
-    task = asyncio.ensure_future(_answer(web, bindings, model, signal, ctx, record, body))
     # The request's context lives until the answer is made: a client that resets before the
     # head may have workerd drop it, and no callback of ours would run again (measured).
     kept = js.Promise.withResolvers()
     ctx.waitUntil(kept.promise)
-    task.add_done_callback(lambda _: kept.resolve())
-    # No timer until the model starts answering whole: a streamed answer (every request of
-    # /api/v1/chat, most of the OpenAI doors) never has an early head, nor its wait.
-    if not await ended_or_whole(task, model):
-        after = early_head.head_after(lookup)
-        # A whole answer still being made `after` seconds into the request: its head goes out
-        # then (surface/early_head.py).
-        if after > 0 and not await within(task, after - (time.monotonic() - record.started)):
-            head = early_head.head_headers(web, lookup, record.request_id)
-            if head is not None:
-                late = LateBody(task, ctx, early_head.heartbeat_every(lookup), _finish(record))
-                return _js_response(late.stream, 200, js_headers(head))
-    response = await task
+
+    def due(late: asyncio.Future[WebResponse]) -> bool:
+        # A whole answer still being made: its head goes out now (surface/early_head.py).
+        head = early_head.head_headers(web, lookup, record.request_id)
+        if head is None:
+            return False
+        late_body = LateBody(late, ctx, early_head.heartbeat_every(lookup), _finish(record))
+        send(_js_response(late_body.stream, 200, js_headers(head)))
+        return True
+
+    # Armed only when the model starts answering whole: a streamed answer has no head timer.
+    def head_at() -> float | None:
+        after = early_head.head_after(lookup)  # 0: never
+        return record.started + after if after > 0 else None
+
+    timer = HeadTimer(head_at, due)
+    model.on_whole = timer.arm
+    try:
+        response = await _answer(web, bindings, model, signal, ctx, record, body)
+    except BaseException as exc:
+        if timer.settle(error=exc):
+            return None
+        raise
+    finally:
+        model.on_whole = None
+        kept.resolve()
+    if timer.settle(response):
+        return None  # the late body writes it
     return _to_response(response, signal, ctx, record, window)
 
 

@@ -15,6 +15,7 @@ const { values: args } = parseArgs({ options: {
   src: { type: "string", multiple: true, default: [] }, only: { type: "string", default: "" },
   var: { type: "string", multiple: true, default: [] },
   path: { type: "string", default: "/api/v1/chat" },
+  peer: { type: "string", multiple: true, default: [] },
 } });
 const N = Number(args.n);
 function threads(pid) {
@@ -41,11 +42,13 @@ for (const s of args.src) {
   const vars = Object.fromEntries(kvs.map((kv) => [kv.slice(0, kv.indexOf("=")), kv.slice(kv.indexOf("=") + 1)]));
   specs.push([name, await relaySpec({ src: dir, vars: { ...relayVars, ...extra, ...vars }, ratelimit })]);
 }
+// --peer name: a JS Worker of bench/workers/<name>.mjs beside them (js_identity, js_direct).
+for (const name of args.peer) specs.push([name, peerSpec(name)]);
 const chosen = args.only ? specs.filter(([n]) => args.only.split(",").includes(n)) : specs;
 const variants = [];
 for (const [name, spec] of chosen) {
   const bare = await startBare(name, spec, model.url);
-  const isRelay = name !== "passthrough" && name !== "js_reframer";
+  const isRelay = name !== "passthrough" && !name.startsWith("js_");
   variants.push({ name, bare, pid: bare.pid, url: new URL(isRelay ? args.path : "/", bare.url), openai: isRelay && args.path.startsWith("/v1/"), agent: new http.Agent({ keepAlive: true }) });
 }
 const bodyFor = (v) => () => ({ ...chatBody({ tokens: Number(args.tokens) }), ...(v.openai ? { stream: true } : {}) });

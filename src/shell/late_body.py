@@ -1,4 +1,4 @@
-"""A whole answer that is late: the wait for it (a JS timer, not asyncio's) and, past it, a
+"""A whole answer that is late: its deadline (a JS timer, not asyncio's) and, past it, a
 body that is whitespace until the answer comes (surface/early_head.py says why).
 
 Measured on workerd: an asyncio timer outlives a request whose client left and keeps its
@@ -8,6 +8,7 @@ objects; the timers here are JS ones, cleared when the wait ends, and their prox
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -18,47 +19,53 @@ from shell.js_glue import void_caller
 from surface.early_head import SPACE
 
 
-async def ended_or_whole(task: asyncio.Future[Any], model: Any) -> bool:
-    """Wait until `task` ends or `model` starts answering whole (its `on_whole` hook); whether
-    the task ended. No timer: a streamed answer ends the wait as soon as its response is made."""
-    if task.done() or model.answers_whole:
-        return task.done()
-    woke: asyncio.Future[None] = asyncio.get_event_loop().create_future()
+class HeadTimer:
+    """The early head's deadline, armed when the model starts answering whole (arm(), the
+    model's on_whole hook): once `at()` (time.monotonic()) has come with the answer still being
+    made (None: never), `due(late)` sends the head and says whether it did; `late` then gets the answer, or
+    its failure, from settle(). A JS timer (see the module), cleared and its proxy destroyed by
+    settle(). A streamed answer never arms it: no timer, no task, no wait."""
 
-    def wake(*_: Any) -> None:
-        if not woke.done():
-            woke.set_result(None)
+    def __init__(
+        self, at: Callable[[], float | None], due: Callable[[asyncio.Future[Any]], bool]
+    ) -> None:
+        self._at = at
+        self._due = due
+        self._timer: Any = None
+        self._proxy: Any = None
+        self._late: asyncio.Future[Any] | None = None
 
-    task.add_done_callback(wake)
-    model.on_whole = wake
-    try:
-        await woke
-    finally:
-        model.on_whole = None
-        task.remove_done_callback(wake)
-    return task.done()
+    def arm(self) -> None:
+        at = None if self._proxy is not None else self._at()
+        if at is None:
+            return
+        self._proxy = create_proxy(self._fire)
+        left = max(at - time.monotonic(), 0.0)
+        self._timer = js.setTimeout(self._proxy, left * 1000)
 
+    def _fire(self, *_: Any) -> None:
+        self._timer = None
+        late: asyncio.Future[Any] = asyncio.get_event_loop().create_future()
+        if self._due(late):
+            self._late = late
 
-async def within(task: asyncio.Future[Any], seconds: float) -> bool:
-    """Whether `task` ended within `seconds`."""
-    if task.done():
+    def settle(self, response: Any = None, error: BaseException | None = None) -> bool:
+        """The answer is made (or failed): whether its head went out already, and so the
+        late body has it now."""
+        if self._timer is not None:
+            js.clearTimeout(self._timer)
+            self._timer = None
+        if self._proxy is not None:
+            asyncio.get_event_loop().call_soon(self._proxy.destroy)
+            self._proxy = None
+        late, self._late = self._late, None
+        if late is None:
+            return False
+        if error is not None:
+            late.set_exception(error)
+        else:
+            late.set_result(response)
         return True
-    woke: asyncio.Future[None] = asyncio.get_event_loop().create_future()
-
-    def wake(*_: Any) -> None:
-        if not woke.done():
-            woke.set_result(None)
-
-    proxy = create_proxy(wake)
-    timer = js.setTimeout(proxy, max(seconds, 0.0) * 1000)
-    task.add_done_callback(wake)
-    try:
-        await woke
-    finally:
-        js.clearTimeout(timer)
-        task.remove_done_callback(wake)
-        asyncio.get_event_loop().call_soon(proxy.destroy)
-    return task.done()
 
 
 class LateBody:
