@@ -163,6 +163,11 @@ export function peerSpec(name) {
   if (name === "js_reframer") {
     return { kind: "js", dir: workers, modules: ["js_reframer.mjs", "reframer.mjs"], ai: true, flags: ["enable_request_signal"] };
   }
+  // The floors under a Python re-framer (bench/workers/py_floors: the path picks one).
+  if (name === "py_floors") {
+    return { kind: "python", dir: path.join(workers, "py_floors"), main: "entry.py", ai: true,
+      flags: ["python_workers", "python_workers_20260610", "enable_request_signal", "disable_python_no_global_handlers"] };
+  }
   // Any other JS Worker of bench/workers/<name>.mjs (js_identity, js_direct: the floors under it).
   if (fs.existsSync(path.join(workers, `${name}.mjs`))) {
     return { kind: "js", dir: workers, modules: [`${name}.mjs`, "reframer.mjs"], ai: true, flags: ["enable_request_signal"] };

@@ -42,14 +42,19 @@ for (const s of args.src) {
   const vars = Object.fromEntries(kvs.map((kv) => [kv.slice(0, kv.indexOf("=")), kv.slice(kv.indexOf("=") + 1)]));
   specs.push([name, await relaySpec({ src: dir, vars: { ...relayVars, ...extra, ...vars }, ratelimit })]);
 }
-// --peer name: a JS Worker of bench/workers/<name>.mjs beside them (js_identity, js_direct).
-for (const name of args.peer) specs.push([name, peerSpec(name)]);
+// --peer name: a JS Worker of bench/workers/<name>.mjs beside them (js_identity, js_direct);
+// --peer py_floors/PATH: the Python floors' Worker on that path (direct, native, identity,
+// transform, reader: bench/workers/py_floors/entry.py), each its own variant and process.
+for (const peer of args.peer) {
+  const [name, floor] = peer.split("/");
+  specs.push([floor ? `py_${floor}` : name, { ...peerSpec(name), path: floor ? `/${floor}` : "/" }]);
+}
 const chosen = args.only ? specs.filter(([n]) => args.only.split(",").includes(n)) : specs;
 const variants = [];
 for (const [name, spec] of chosen) {
   const bare = await startBare(name, spec, model.url);
-  const isRelay = name !== "passthrough" && !name.startsWith("js_");
-  variants.push({ name, bare, pid: bare.pid, url: new URL(isRelay ? args.path : "/", bare.url), openai: isRelay && args.path.startsWith("/v1/"), agent: new http.Agent({ keepAlive: true }) });
+  const isRelay = spec.kind === "python" && !spec.path && name !== "passthrough";
+  variants.push({ name, bare, pid: bare.pid, url: new URL(isRelay ? args.path : spec.path ?? "/", bare.url), openai: isRelay && args.path.startsWith("/v1/"), agent: new http.Agent({ keepAlive: true }) });
 }
 const bodyFor = (v) => () => ({ ...chatBody({ tokens: Number(args.tokens) }), ...(v.openai ? { stream: true } : {}) });
 const totals = {};
