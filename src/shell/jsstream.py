@@ -170,6 +170,14 @@ class RelayPipe:
             self._signal.addEventListener("abort", self._on_gone)
         self._schedule()
 
+    def backlog(self) -> int:
+        """The bytes queued in the body for a client that has not read them (the census)."""
+        if self._writer is None or self._ended:
+            return 0
+        room = self._writer.desiredSize  # null once the body errored
+        mark = BACKLOG if self._bounded else 0
+        return 0 if room is None else max(0, int(mark - room))
+
     def _read_by_windows(self, upstream: Any) -> None:
         """The windowed reader. A read on the upstream itself returns one network chunk at
         most however long one waits, but a read on a branch of its tee() returns every chunk
