@@ -212,25 +212,28 @@ async function heldStreams(variants, steps = [25, 50, 100, 150, 200, 300, 400]) 
 // What a paused reader holds in the isolate (bench/paused.mjs): each variant in a workerd process
 // of its own with an inspector (the CPU cells' processes run without one), n readers of answers
 // long enough that the relay's backlog fills (the kernel's socket buffers take ~4 MB of a paused
-// client's answer), the JS heap and backing stores read after a full collection.
+// client's answer), the JS heap and backing stores read after a full collection, and the bytes
+// the relay's bodies hold (its census).
 async function pausedPart(name, modelUrl, { n = 4, tokens = 80000 } = {}) {
   const base = await spec(name);
   const isRelay = base.kind === "python" && base.dir !== path.join(ROOT, "bench", "workers", "passthrough");
-  if (isRelay) base.vars = { ...base.vars, LOCAL_DEV_STATS: "1" };  // the census: holds, lags
+  if (isRelay) base.vars = { ...base.vars, LOCAL_DEV_STATS: "1" };  // the census: holds, backlog
   const iport = await freePort();
   const bare = await startBare(`${name}-paused`, base, modelUrl, { extraArgs: inspectorArgs(iport) });
+  let inspector = null;
   try {
     const url = new URL(isRelay ? "/api/v1/chat" : "/", bare.url);
     const poke = async () => { await post({ url, agent: false }, chatBody({ tokens: 1 })); };
     for (let i = 0; i < 3; i++) await post({ url, agent: false }, chatBody({ tokens: 2000 }));  // warm
-    const v = { name, url, pid: bare.pid, poke, inspector: await inspect(iport) };
+    inspector = await inspect(iport);
     const census = async () => (isRelay ? getJson(new URL("/__local/stats", bare.url)) : null);
+    const v = { name, url, pid: bare.pid, poke, inspector, backlog: isRelay ? async () => (await census()).backlog_bytes : null };
     const c0 = await census();
     const r = await pausedReaders(v, modelUrl, { n, tokens, say });
     const c1 = await census();
-    v.inspector.close();
-    return { ...r, holds: c1 ? c1.holds - c0.holds : null, lags: c1 ? c1.lags - c0.lags : null };
+    return { ...r, holds: c1 ? c1.holds - c0.holds : null };
   } finally {
+    inspector?.close();
     await bare.stop();
   }
 }
@@ -314,7 +317,7 @@ async function main() {
     if (base != null && per) table.push(`free plan | ${name} | ${base.toFixed(2)} ms a 5-token request, ${per.toFixed(3)} ms a token at 150 tok/s (2026 shape) | ~${Math.max(0, Math.floor(5 + (10 - base) / per))} tokens within 10 ms`);
   }
   for (const [name, p] of Object.entries(results.paused ?? {})) {
-    table.push(`paused | ${name} | ${p.streams} readers of ${p.tokens} tokens: +${p.isolateKb.toFixed(0)} KB isolate each (JS heap ${p.heapKb.toFixed(0)}, buffers ${p.backingKb.toFixed(0)}), RSS +${p.rssKb.toFixed(0)} KB, ${p.holds != null ? `holds ${p.holds}, lags ${p.lags}, ` : ""}model finished ${p.modelFinished}/${p.streams}, all whole after resuming: ${p.allComplete}`);
+    table.push(`paused | ${name} | ${p.streams} readers of ${p.tokens} tokens: +${p.isolateKb.toFixed(0)} KB isolate each (JS heap ${p.heapKb.toFixed(0)}, buffers ${p.backingKb.toFixed(0)}${p.bodyKb != null ? `, bodies ${p.bodyKb.toFixed(0)}` : ""}), RSS +${p.rssKb.toFixed(0)} KB, ${p.holds != null ? `holds ${p.holds}, ` : ""}model finished ${p.modelFinished}/${p.streams}, all whole after resuming: ${p.allComplete}`);
   }
   if (results.streams) table.push(`streams held (100 tokens at 50 tok/s, delay p99 <= ${TARGETS.delayMax} ms) | ${Object.entries(results.streams.held).map(([k, n]) => `${k} ${n}`).join(", ")}`);
   for (const [name, c] of Object.entries(results.cancels ?? {})) table.push(`cancel | ${name} | closed ${c.closed}/${c.streams}, never ${c.never} | p50 ${c.p50?.toFixed(1)} ms, p99 ${c.p99?.toFixed(1)} ms, max ${c.max?.toFixed(1)} ms`);

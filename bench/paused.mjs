@@ -4,8 +4,9 @@
 // get its whole answer. Used by bench/check.mjs (its paused part) and bench/probes/paused_memory.mjs.
 //
 // The measure is the isolate's own, read through workerd's inspector after a full collection
-// (bench/inspector.mjs): the JS heap in use plus the ArrayBuffers' backing stores, where workerd
-// keeps a stream's buffered chunks (a tee's, a body's). It was the process RSS high-water before,
+// (bench/inspector.mjs): the JS heap in use plus the ArrayBuffers' backing stores (where a tee
+// keeps the chunks one branch has not read), plus what the relay's bodies hold for their clients
+// (its census: a body's queued chunks are outside the JS heap). It was the process RSS before,
 // which moved from 298 to 1,630 KB a reader between runs of the same code
 // (bench/notes/2026-11-29-paused-memory.md).
 import fs from "node:fs";
@@ -22,9 +23,12 @@ let nonce = 0;
 
 /**
  * v: {name, url (the streamed route), pid, inspector (bench/inspector.mjs), poke() (a cheap request
- * to the Worker)}. rate: the model's tokens a second (0: as fast as it is let).
+ * to the Worker), backlog() (optional: the bytes the relay's bodies hold, from its census)}.
+ * rate: the model's tokens a second (0: as fast as it is let).
  * Returns the figures; isolateKb is (heap used + backing stores while paused, less the larger of
- * before and after the readers) / n: what the isolate kept for the readers while they read nothing.
+ * before and after the readers, + the bodies' backlog) / n: what the isolate kept for the readers
+ * while they read nothing. A body's queued chunks are handed to workerd (detached from the JS
+ * heap: the inspector does not see them), so the relay says how much its bodies hold.
  */
 export async function pausedReaders(v, modelUrl, { n = 4, tokens = 60000, rate = 0, shape = "native", say = () => {} } = {}) {
   await fetch(new URL("__local/calls", modelUrl), { method: "DELETE" });
@@ -73,6 +77,7 @@ export async function pausedReaders(v, modelUrl, { n = 4, tokens = 60000, rate =
   }
   const stillAfterS = (performance.now() - t0) / 1000;
   const during = await memory();
+  const backlog = v.backlog ? await v.backlog() : null;
   const rssDuring = rssKb(v.pid);
   const calls = await ours();
   const finished = calls.filter((c) => c.finishedAt != null).length;
@@ -90,7 +95,8 @@ export async function pausedReaders(v, modelUrl, { n = 4, tokens = 60000, rate =
   const grew = (k) => during[k] - Math.max(before[k], after[k]);
   return {
     streams: n, tokens, rate, shape,
-    isolateKb: Math.max(0, (grew("usedSize") + grew("backingStorageSize")) / n / 1024),
+    isolateKb: Math.max(0, (grew("usedSize") + grew("backingStorageSize")) / n / 1024) + (backlog ?? 0) / n / 1024,
+    bodyKb: backlog == null ? null : backlog / n / 1024,
     heapKb: grew("usedSize") / n / 1024, backingKb: grew("backingStorageSize") / n / 1024, embedderKb: grew("embedderHeapUsedSize") / n / 1024,
     rssKb: Math.max(0, (rssDuring - rssBefore) / n), memoryBefore: before, memoryPaused: during, memoryAfter: after,
     modelFinished: finished, chunksSentWhilePaused: sent, chunksTotal: total, stillAfterS,

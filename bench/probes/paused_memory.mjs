@@ -27,7 +27,8 @@ const bare = await startBare(args.variant, spec, model.url, { extraArgs: inspect
 const stats = async () => (isRelay ? getJson(new URL("/__local/stats", bare.url)) : null);
 try {
   const v = { name: args.variant, pid: bare.pid, url: new URL(isRelay ? "/api/v1/chat" : "/", bare.url),
-    poke: async () => { await (await fetch(new URL(isRelay ? "/__local/stats" : "/nothing", bare.url))).arrayBuffer(); } };
+    poke: async () => { await (await fetch(new URL(isRelay ? "/__local/stats" : "/nothing", bare.url))).arrayBuffer(); },
+    backlog: isRelay ? async () => (await stats()).backlog_bytes : null };
   // Warm: a few answers, so that what the first run measures is not the isolate's first growth.
   for (let i = 0; i < 3; i++) await (await fetch(v.url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ messages: [{ role: "user", content: `[[tokens:2000]][[pace:0]] warm-${i}` }], max_tokens: 2100, model: "@cf/google/gemma-4-26b-a4b-it" }) })).arrayBuffer();
   v.inspector = await inspect(iport);
@@ -37,10 +38,9 @@ try {
     const r = await pausedReaders(v, model.url, { n: Number(args.readers), tokens: Number(args.tokens), rate: Number(args.rate), shape: args.shape, say });
     const s1 = await stats();
     const holds = holdsBefore == null ? null : s1.holds - holdsBefore;
-    const lags = s0 == null ? null : s1.lags - s0.lags;
     const wasmKb = s0 == null ? null : (s1.wasm_memory_bytes - s0.wasm_memory_bytes) / 1024;
     console.log(JSON.stringify({ run: run + 1, variant: args.variant, vars: args.var, shape: args.shape, isolateKb: +r.isolateKb.toFixed(1), heapKb: +r.heapKb.toFixed(1),
-      backingKb: +r.backingKb.toFixed(1), embedderKb: +r.embedderKb.toFixed(1), rssKb: +r.rssKb.toFixed(0), wasmGrewKb: wasmKb, holds, lags, sent: `${r.chunksSentWhilePaused}/${r.chunksTotal}`,
+      backingKb: +r.backingKb.toFixed(1), bodyKb: r.bodyKb == null ? null : +r.bodyKb.toFixed(1), embedderKb: +r.embedderKb.toFixed(1), rssKb: +r.rssKb.toFixed(0), wasmGrewKb: wasmKb, holds, sent: `${r.chunksSentWhilePaused}/${r.chunksTotal}`,
       finished: r.modelFinished, stillAfterS: +r.stillAfterS.toFixed(1), allComplete: r.allComplete, bytes: r.bytesAfterResume[0] }));
   }
   v.inspector.close();
