@@ -2,7 +2,8 @@
 // `make bench-check` (issues 35 and 42): the relay's workerd CPU against the JS recipe's, on bare
 // workerd (bench/bare.mjs: no miniflare, workerd's own Ai class, the built-in model in a process
 // of its own), interleaved in one run, with the added delay per token, client gone -> model
-// connection closed, the streams one process holds and what a paused reader holds. Variants,
+// connection closed, the streams one process holds and what a paused reader holds in the isolate
+// (bench/paused.mjs: JS heap + buffers through the inspector, not the process RSS). Variants,
 // each a Worker in its own workerd process: `relay` (src/ as wrangler.toml configures it),
 // `relay_off` (the same with STREAM_WINDOW_MS=0: one read per network chunk), `js_reframer`
 // (bench/workers/js_reframer.mjs: the JS recipe, env.AI.run() through a TransformStream) and
@@ -22,6 +23,8 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { peerSpec, relaySpec, startBare } from "./bare.mjs";
+import { freePort, inspect, inspectorArgs } from "./inspector.mjs";
+import { pausedReaders } from "./paused.mjs";
 import { chatBody, cpuOf, getJson, largestLevels, pool, post, startModel } from "./workerd.mjs";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
@@ -206,60 +209,33 @@ async function heldStreams(variants, steps = [25, 50, 100, 150, 200, 300, 400]) 
   return { rows, held: await largestLevels(variants, steps, level) };
 }
 
-function rssKb(pid) {
-  return Number(fs.readFileSync(`/proc/${pid}/status`, "utf8").match(/VmRSS:\s+(\d+)/)?.[1] ?? 0);
-}
-
-// What a paused reader costs the Worker: `n` clients ask for long answers at once (the model
-// sends them as fast as it is let) and read nothing; once the model has stopped sending (or
-// finished), the growth of the workerd process's resident memory over n is the figure. Then
-// every client reads on, and each must get its whole answer.
-async function pausedReaders(v, modelUrl, n = 10, tokens = 20000) {
-  await fetch(new URL("__local/calls", modelUrl), { method: "DELETE" });
-  const before = rssKb(v.pid);
-  const tags = Array.from({ length: n }, () => `paused-${v.name}-${++nonce}`);
-  const clients = tags.map((tag) => {
-    const body = chatBody({ tokens, tag });
-    const data = Buffer.from(JSON.stringify(body));
-    let res = null;
-    let resumed = false;  // a head that comes after the resume is read at once
-    let bytes = 0;
-    const ended = new Promise((resolve, reject) => {
-      const req = http.request(v.url, { method: "POST", agent: false, headers: { "content-type": "application/json", "content-length": data.length } }, (r) => {
-        res = r;
-        if (!resumed) r.pause();
-        r.on("data", (c) => { bytes += c.length; });
-        r.on("end", () => resolve());
-        r.on("error", reject);
-      });
-      req.on("error", reject);
-      req.end(data);
-    });
-    return { tag, ended, resume: () => { resumed = true; res?.resume(); }, bytes: () => bytes };
-  });
-  // Wait until the model has sent all it will while nobody reads: no chunk for 1.5 s.
-  let last = -1;
-  let still = 0;
-  let sent = 0;
-  for (let i = 0; i < 120 && still < 3; i++) {
-    await sleep(500);
-    const calls = (await getJson(new URL("__local/calls", modelUrl))).filter((c) => tags.some((t) => c.inputs?.messages?.at(-1)?.content?.includes(t)));
-    sent = calls.reduce((k, c) => k + c.chunksSent, 0);
-    still = sent === last ? still + 1 : 0;
-    last = sent;
+// What a paused reader holds in the isolate (bench/paused.mjs): each variant in a workerd process
+// of its own with an inspector (the CPU cells' processes run without one), n readers of answers
+// long enough that the relay's backlog fills (the kernel's socket buffers take ~4 MB of a paused
+// client's answer), the JS heap and backing stores read after a full collection, and the bytes
+// the relay's bodies hold (its census).
+async function pausedPart(name, modelUrl, { n = 4, tokens = 80000 } = {}) {
+  const base = await spec(name);
+  const isRelay = base.kind === "python" && base.dir !== path.join(ROOT, "bench", "workers", "passthrough");
+  if (isRelay) base.vars = { ...base.vars, LOCAL_DEV_STATS: "1" };  // the census: holds, backlog
+  const iport = await freePort();
+  const bare = await startBare(`${name}-paused`, base, modelUrl, { extraArgs: inspectorArgs(iport) });
+  let inspector = null;
+  try {
+    const url = new URL(isRelay ? "/api/v1/chat" : "/", bare.url);
+    const poke = async () => { await post({ url, agent: false }, chatBody({ tokens: 1 })); };
+    for (let i = 0; i < 3; i++) await post({ url, agent: false }, chatBody({ tokens: 2000 }));  // warm
+    inspector = await inspect(iport);
+    const census = async () => (isRelay ? getJson(new URL("/__local/stats", bare.url)) : null);
+    const v = { name, url, pid: bare.pid, poke, inspector, backlog: isRelay ? async () => (await census()).backlog_bytes : null };
+    const c0 = await census();
+    const r = await pausedReaders(v, modelUrl, { n, tokens, say });
+    const c1 = await census();
+    return { ...r, holds: c1 ? c1.holds - c0.holds : null };
+  } finally {
+    inspector?.close();
+    await bare.stop();
   }
-  const during = rssKb(v.pid);
-  say(`paused ${v.name}: model sent ${sent} chunks while nobody read`);
-  const calls = (await getJson(new URL("__local/calls", modelUrl))).filter((c) => tags.some((t) => c.inputs?.messages?.at(-1)?.content?.includes(t)));
-  const finished = calls.filter((c) => c.finishedAt != null).length;
-  for (const c of clients) c.resume();
-  // Bounded: a reader that never gets its answer is a failure to report, not a hung bench.
-  let settled = false;
-  await Promise.race([Promise.all(clients.map((c) => c.ended)).then(() => { settled = true; }), sleep(120_000)]);
-  if (!settled) say(`paused ${v.name}: not all answers ended 120 s after resuming; bytes ${clients.map((c) => c.bytes()).join(" ")}`);
-  const whole = clients.filter((c) => c.bytes() > 0).map((c) => c.bytes());
-  return { streams: n, tokens, rssBeforeKb: before, rssPausedKb: during, perStreamKb: Math.max(0, (during - before) / n),
-    modelFinished: finished, chunksSentWhilePaused: sent, bytesAfterResume: whole, allComplete: settled && whole.length === n && new Set(whole).size === 1 };
 }
 
 async function main() {
@@ -299,7 +275,7 @@ async function main() {
     if (parts.includes("paused")) {
       say("paused readers");
       results.paused = {};
-      for (const v of variants.filter((x) => x.name !== "passthrough")) results.paused[v.name] = await pausedReaders(v, model.url);
+      for (const v of variants.filter((x) => x.name !== "passthrough")) results.paused[v.name] = await pausedPart(v.name, model.url);
       say(`paused: ${JSON.stringify(results.paused)}`);
     }
     if (parts.includes("streams")) {
@@ -340,7 +316,9 @@ async function main() {
     const per = summary.live150?.[name]?.msPer1k / 1000;
     if (base != null && per) table.push(`free plan | ${name} | ${base.toFixed(2)} ms a 5-token request, ${per.toFixed(3)} ms a token at 150 tok/s (2026 shape) | ~${Math.max(0, Math.floor(5 + (10 - base) / per))} tokens within 10 ms`);
   }
-  for (const [name, p] of Object.entries(results.paused ?? {})) table.push(`paused | ${name} | ${p.streams} readers of ${p.tokens} tokens: +${p.perStreamKb.toFixed(0)} KB RSS each, model finished ${p.modelFinished}/${p.streams}, all whole after resuming: ${p.allComplete}`);
+  for (const [name, p] of Object.entries(results.paused ?? {})) {
+    table.push(`paused | ${name} | ${p.streams} readers of ${p.tokens} tokens: +${p.isolateKb.toFixed(0)} KB isolate each (JS heap ${p.heapKb.toFixed(0)}, buffers ${p.backingKb.toFixed(0)}${p.bodyKb != null ? `, bodies ${p.bodyKb.toFixed(0)}` : ""}), RSS +${p.rssKb.toFixed(0)} KB, ${p.holds != null ? `holds ${p.holds}, ` : ""}model finished ${p.modelFinished}/${p.streams}, all whole after resuming: ${p.allComplete}`);
+  }
   if (results.streams) table.push(`streams held (100 tokens at 50 tok/s, delay p99 <= ${TARGETS.delayMax} ms) | ${Object.entries(results.streams.held).map(([k, n]) => `${k} ${n}`).join(", ")}`);
   for (const [name, c] of Object.entries(results.cancels ?? {})) table.push(`cancel | ${name} | closed ${c.closed}/${c.streams}, never ${c.never} | p50 ${c.p50?.toFixed(1)} ms, p99 ${c.p99?.toFixed(1)} ms, max ${c.max?.toFixed(1)} ms`);
   table.push(`load before / after: ${loadBefore} / ${results.loadAfter}; wall ${results.wallS.toFixed(0)} s; raw: ${path.relative(ROOT, args.out)}`);
@@ -353,8 +331,10 @@ async function main() {
   // A request's CPU: the same paired median over rounds, per request.
   const req = median(results.cells.req5.relay.map((r, i) => r.cpuMs / results.cells.req5.js_reframer[i].cpuMs));
   const streams = results.streams.held.relay / Math.max(1, results.streams.held.js_reframer);
-  const pausedKb = results.paused.relay.perStreamKb;
+  const pausedKb = results.paused.relay.isolateKb;
   if (!results.paused.relay.allComplete) { ok = false; say("a paused reader did not get its whole answer"); }
+  // The figure means something only when every relay did hold back (its backlog full).
+  if (results.paused.relay.holds < results.paused.relay.streams) { ok = false; say(`paused: ${results.paused.relay.holds} holds for ${results.paused.relay.streams} readers`); }
   const p50 = summary.r150.relay.delayP50, max = summary.r150.relay.delayMax, cancel = results.cancels.relay.p99;
   if (results.cancels.relay.never) ok = false;
   const misses = [[r150 <= TARGETS.r150, "150tps"], [r50 <= TARGETS.r50, "50tps"], [whole <= TARGETS.whole, "whole"],

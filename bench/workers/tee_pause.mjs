@@ -6,6 +6,9 @@
 //   pause    the same, but the drain's pipeTo is aborted (preventCancel) while branch 1 is not
 //            read, and branch 0 is piped again into a fresh CompressionStream on resume
 //   leave    pause as above, then cancel branch 1's reader and branch 0 (a client that left)
+//   its      no tee: the upstream piped into an IdentityTransformStream({highWaterMark: hwm}),
+//            read by a BYOB reader every `wait` ms for `first` bytes, nothing for `hold` ms, then
+//            the rest (bench/notes/2026-11-29-paused-memory.md: a read returns one write)
 // It answers JSON: what it read, in order (a SHA-256 and the byte count), and a log of steps.
 const MODEL = "@cf/google/gemma-4-26b-a4b-it";
 
@@ -57,6 +60,32 @@ export default {
         w.close().catch(() => {});
       })();
       return new Response(its.readable);
+    }
+    if (mode === "its") {
+      // No tee: the upstream piped into an IdentityTransformStream with a highWaterMark, its
+      // readable read by a BYOB reader every `wait` ms. Does a read return all the queued
+      // writes (coalescing, as a tee branch's does), and does the pipe stop at the mark?
+      const its = new IdentityTransformStream({ highWaterMark: Number(url.searchParams.get("hwm") ?? 65536) });
+      upstream.pipeTo(its.writable).catch((e) => note(`pipe failed ${e}`));
+      const reader = its.readable.getReader({ mode: "byob" });
+      const wait = Number(url.searchParams.get("wait") ?? 20);
+      const parts = [];
+      const sizes = [];
+      let got = 0;
+      const readOne = async () => {
+        const { done, value } = await reader.read(new Uint8Array(Number(url.searchParams.get("view") ?? 16384)));
+        if (done) return false;
+        parts.push(value.slice()); got += value.byteLength; sizes.push(value.byteLength);
+        return true;
+      };
+      while (got < first) { await scheduler.wait(wait); if (!(await readOne())) break; }
+      note(`read ${got} bytes in ${sizes.length} reads (first sizes ${sizes.slice(0, 12).join(",")})`);
+      await scheduler.wait(hold);
+      note(`held ${hold} ms`);
+      const before = sizes.length;
+      while (await readOne());  // at once: one read per write
+      note(`read to the end: ${got} bytes, ${sizes.length - before} reads after the hold (sizes ${sizes.slice(before, before + 12).join(",")})`);
+      return Response.json({ bytes: got, sha: await sha(parts), log });
     }
     if (mode === "direct") {
       const parts = [];

@@ -35,6 +35,13 @@ def bytes_of(value: Any) -> bytes:
     return data
 
 
+def queued(writer: Any, mark: int) -> int:
+    """The bytes waiting in a writer's stream whose highWaterMark is `mark` (0: none queued, or
+    no writer, or the stream errored: its desiredSize is null)."""
+    room = None if writer is None else writer.desiredSize
+    return 0 if room is None else max(0, int(mark - room))
+
+
 def js_bind(fn: Any, this: Any, *bound: Any) -> Any:
     """`fn.bind(this, *bound)`: a JS function, so no proxy to manage."""
     return js.Reflect.apply(

@@ -17,7 +17,7 @@ from typing import Any
 import js
 from pyodide.ffi import create_proxy, to_js
 
-from shell.js_glue import ReadAfter, bytes_of, js_bind, js_object, void_caller
+from shell.js_glue import ReadAfter, bytes_of, js_bind, js_object, queued, void_caller
 from streaming.relay import Failed, Relay, stalled
 from streaming.window import FULL_READ, Windows
 from surface import census
@@ -170,6 +170,9 @@ class RelayPipe:
             self._signal.addEventListener("abort", self._on_gone)
         self._schedule()
 
+    def backlog(self) -> int:  # the census: what the body holds for a client not reading
+        return 0 if self._ended else queued(self._writer, BACKLOG if self._bounded else 0)
+
     def _read_by_windows(self, upstream: Any) -> None:
         """The windowed reader. A read on the upstream itself returns one network chunk at
         most however long one waits, but a read on a branch of its tee() returns every chunk
@@ -266,9 +269,8 @@ class RelayPipe:
             void_caller(js.Reflect.get(self._reader, "cancel"), self._reader)(None)
 
     async def to_end(self) -> None:
-        """For a body nobody reads (an answer the client wants whole, collected by the relay's
-        encoder): wait until the relay has ended and released everything, then cancel the
-        unread body, so the writer's `closed` settles and nothing waits on it."""
+        """For a body nobody reads (an answer wanted whole): once the relay has ended and released
+        everything, cancel the unread body, so the writer's `closed` settles."""
         await self._done.promise
         void_caller(js.Reflect.get(self.stream, "cancel"), self.stream)(None)
 
@@ -281,13 +283,11 @@ class RelayPipe:
             out = self._relay.crash(exc)
         self._send(out)
 
-    def _upstream_closed(self, *_: Any) -> None:
-        """The sink's close(): the upstream ended."""
+    def _upstream_closed(self, *_: Any) -> None:  # the sink's close(): the upstream ended
         self._last_words(None)
 
     def _upstream_failed(self, reason: Any = None, *_: Any) -> None:
-        """The sink's abort(reason): the upstream failed (or our own stop aborted the pipe:
-        then the relay is already closed and there is nothing to add)."""
+        """The sink's abort(reason): the upstream failed (or our stop aborted it: nothing to add)."""
         self._last_words(reason if reason is not None else "the upstream stream was aborted")
 
     def _last_words(self, failure: Any) -> None:

@@ -343,3 +343,69 @@ def test_a_client_that_reads_nothing_for_the_idle_limit_has_its_answer_stopped(
         f"{len(sent)} bytes before the error, not a prefix of the answer: {sent[-200:]!r}"
     )
     wait_until_released(rt, before)
+
+
+# The issue's bound on what one paused reader holds in the isolate (issue 42).
+PAUSED_BOUND = 256 * 1024
+# The Worker's isolate as workerd's inspector lists it under the launcher.
+INSPECTED = "core:user:ai-chat"
+
+
+@pytest.fixture(scope="module")
+def inspected() -> Iterator[Runtime]:
+    """Windows on (the default), the V8 inspector of the Worker's isolate open."""
+    rt = start_runtime(
+        "--inspect",
+        "0",
+        vars={"AI_MAX_TOKENS_LIMIT": "200000", "UPSTREAM_TIMEOUT_SECONDS": "60"},
+        pace_ms=0,
+    )
+    yield rt
+    rt.stop()
+
+
+def isolate_buffers(rt: Runtime) -> int:
+    """The isolate's ArrayBuffer backing stores after a full collection, in bytes: where a tee
+    keeps what one branch has not read yet (measured: bench/notes/2026-11-29-paused-memory.md).
+    workerd runs the collection once the isolate next runs code: a request follows the ask."""
+    from websockets.sync.client import connect
+
+    with connect(f"{rt.ready['inspector'].rstrip('/')}/{INSPECTED}", max_size=None) as ws:
+        ws.send(json.dumps({"id": 1, "method": "HeapProfiler.collectGarbage"}))
+        rt.stats()
+        while json.loads(ws.recv(timeout=60)).get("id") != 1:
+            pass
+        ws.send(json.dumps({"id": 2, "method": "Runtime.getHeapUsage"}))
+        while (message := json.loads(ws.recv(timeout=60))).get("id") != 2:
+            pass
+    return int(message["result"]["backingStorageSize"])
+
+
+def test_a_paused_reader_holds_a_bounded_amount_in_the_isolate(inspected: Runtime) -> None:
+    """While the relay is held back for a client that reads nothing, what it keeps for that
+    client in the isolate is bounded: the body's backlog (the relay's census: queued in workerd,
+    outside the JS heap) at most BACKLOG and one write, and with the buffers the isolate's JS
+    holds (the tee's unread chunks) under 256 KB in all. The model sends at 10,000 tokens a second
+    (Workers AI sends well under 1,000), so the tee holds about one window. Then every byte."""
+    rt = inspected
+    text = f"[[tokens:{LONG}]] [[rate:10000]] bounded in the isolate"
+    before = rt.stats()
+    buffers_before = isolate_buffers(rt)
+    s = paused_request(rt, "/api/v1/chat", text, LONG + 10)
+    try:
+        call = held_back(rt, text)
+        stats = rt.stats()
+        buffers = isolate_buffers(rt) - buffers_before
+    except BaseException:
+        s.close()
+        raise
+    backlog = stats["backlog_bytes"]
+    assert backlog <= 65536 + 16384, f"the paused body holds {backlog} bytes: {call}"
+    assert backlog + buffers <= PAUSED_BOUND, (
+        f"a paused reader holds {backlog} bytes in its body and {buffers} in the isolate's "
+        f"buffers, more than {PAUSED_BOUND}: {call}"
+    )
+    assert stats["holds"] > before["holds"], f"the relay never held back: {call}"
+    got = re.sub(rb"(?m)^:[^\n]*\n\n", b"", read_body(s))
+    assert got == wire(text, LONG), f"{len(got)} bytes, {len(wire(text, LONG))} expected"
+    wait_until_released(rt, before)
