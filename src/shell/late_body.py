@@ -21,10 +21,10 @@ from surface.early_head import SPACE
 
 class HeadTimer:
     """The early head's deadline, armed when the model starts answering whole (arm(), the
-    model's on_whole hook): once `at()` (time.monotonic()) has come with the answer still being
-    made (None: never), `due(late)` sends the head and says whether it did; `late` then gets the answer, or
-    its failure, from settle(). A JS timer (see the module), cleared and its proxy destroyed by
-    settle(). A streamed answer never arms it: no timer, no task, no wait."""
+    model's on_whole hook): once `at()` (time.monotonic(); None: never) has come with the answer
+    still being made, `due(late)` sends the head and says whether it did; `late` then gets the
+    answer, or its failure, from settle(). A JS timer (see the module), cleared and its proxy
+    destroyed by settle(). A streamed answer never arms it: no timer, no task, no wait."""
 
     def __init__(
         self, at: Callable[[], float | None], due: Callable[[asyncio.Future[Any]], bool]
