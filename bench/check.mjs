@@ -25,7 +25,7 @@ import { parseArgs } from "node:util";
 import { peerSpec, relaySpec, startBare } from "./bare.mjs";
 import { freePort, inspect, inspectorArgs } from "./inspector.mjs";
 import { pausedReaders } from "./paused.mjs";
-import { chatBody, cpuOf, getJson, largestLevels, pool, post, startModel } from "./workerd.mjs";
+import { chatBody, cpuOf, delays, getJson, largestLevels, pool, post, startModel, timedPost } from "./workerd.mjs";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const { values: args } = parseArgs({ options: {
@@ -46,7 +46,6 @@ const { values: args } = parseArgs({ options: {
 } });
 const ROUNDS = Number(args.rounds);
 const TARGETS = { r150: 0.6, r50: 1.0, whole: 0.3, live150: 0.6, req: 2.0, streams: 1.0, delayP50: 60, delayMax: 150, cancelP99: 100, pausedKb: 256 };
-const now = () => performance.timeOrigin + performance.now();
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const median = (xs) => { const s = [...xs].sort((a, b) => a - b); const m = s.length >> 1; return s.length ? (s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2) : NaN; };
 const pct = (xs, p) => { const s = [...xs].sort((a, b) => a - b); return s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)]; };
@@ -70,38 +69,6 @@ async function start(name, modelUrl) {
   const isRelay = name.startsWith("relay") || args.src.some((s) => s.startsWith(`${name}=`));
   return { name, bare, base: bare.url, url: new URL(isRelay ? "/api/v1/chat" : "/", bare.url), pid: bare.pid, isRelay,
     agent: new http.Agent({ keepAlive: true, maxSockets: Infinity }) };
-}
-
-// A streamed POST that dates every token as it arrives (its event or frame marker).
-function timedPost(variant, body) {
-  const marker = Buffer.from(variant.name === "passthrough" ? "data: {" : "event: content_block_delta");
-  return new Promise((resolve, reject) => {
-    const data = Buffer.from(JSON.stringify(body));
-    const req = http.request(variant.url, { method: "POST", agent: variant.agent, headers: { "content-type": "application/json", "content-length": data.length } }, (res) => {
-      const parts = [];
-      let buffer = Buffer.alloc(0);
-      let from = 0;
-      const arrivals = [];
-      res.on("data", (chunk) => {
-        const at = now();
-        parts.push(chunk);
-        buffer = Buffer.concat([buffer, chunk]);
-        let i;
-        while ((i = buffer.indexOf(marker, from)) !== -1) { arrivals.push(at); from = i + marker.length; }
-      });
-      res.on("end", () => resolve({ status: res.statusCode, arrivals, bytes: buffer.length, body: Buffer.concat(parts) }));
-      res.on("error", reject);
-    });
-    req.on("error", reject);
-    req.end(data);
-  });
-}
-
-// Added delay of each token: arrival - k/rate, less the stream's smallest such offset.
-function delays(arrivals, rate) {
-  const offsets = arrivals.map((at, k) => at - (k * 1000) / rate);
-  const floor = Math.min(...offsets);
-  return offsets.map((o) => o - floor);
 }
 
 const byVariantTokens = (key) => cells().find((c) => c.key === key)?.tokens ?? 1;

@@ -248,6 +248,40 @@ function postOnce(variant, body, { keep = false, leaveAfterFirst = false } = {})
   });
 }
 
+// A streamed POST that dates every token as it arrives (each `variant.marker`, else its event or
+// frame marker: the passthrough's model frames, everyone else's content_block_delta events).
+export function timedPost(variant, body) {
+  const marker = Buffer.from(variant.marker ?? (variant.name === "passthrough" ? "data: {" : "event: content_block_delta"));
+  return new Promise((resolve, reject) => {
+    const data = Buffer.from(JSON.stringify(body));
+    const sentAt = now();
+    const req = http.request(variant.url, { method: "POST", agent: variant.agent, headers: { "content-type": "application/json", "content-length": data.length } }, (res) => {
+      const parts = [];
+      let buffer = Buffer.alloc(0);
+      let from = 0;
+      const arrivals = [];
+      res.on("data", (chunk) => {
+        const at = now();
+        parts.push(chunk);
+        buffer = Buffer.concat([buffer, chunk]);
+        let i;
+        while ((i = buffer.indexOf(marker, from)) !== -1) { arrivals.push(at); from = i + marker.length; }
+      });
+      res.on("end", () => resolve({ status: res.statusCode, sentAt, arrivals, bytes: buffer.length, body: Buffer.concat(parts) }));
+      res.on("error", reject);
+    });
+    req.on("error", reject);
+    req.end(data);
+  });
+}
+
+// Added delay of each token: arrival - k/rate, less the stream's smallest such offset.
+export function delays(arrivals, rate) {
+  const offsets = arrivals.map((at, k) => at - (k * 1000) / rate);
+  const floor = Math.min(...offsets);
+  return offsets.map((o) => o - floor);
+}
+
 export async function pool(items, concurrency, fn) {
   const results = new Array(items.length);
   let next = 0;

@@ -3,24 +3,9 @@
 //   node bench/probes/streams_by_index.mjs [relay,relay_off,js_reframer] [50,100]
 import http from "node:http";
 import { peerSpec, relaySpec, startBare } from "../bare.mjs";
-import { chatBody, startModel } from "../workerd.mjs";
-const now = () => performance.timeOrigin + performance.now();
+import { chatBody, delays, startModel, timedPost } from "../workerd.mjs";
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const pct = (xs, p) => { const s = [...xs].sort((a, b) => a - b); return s.length ? s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)] : NaN; };
-function timedPost(v, body) {
-  const marker = Buffer.from("event: content_block_delta");
-  return new Promise((resolve, reject) => {
-    const data = Buffer.from(JSON.stringify(body));
-    const sent = now();
-    const req = http.request(v.url, { method: "POST", agent: v.agent, headers: { "content-type": "application/json", "content-length": data.length } }, (res) => {
-      let buffer = Buffer.alloc(0); let from = 0; const arrivals = [];
-      res.on("data", (chunk) => { const at = now(); buffer = Buffer.concat([buffer, chunk]); let i; while ((i = buffer.indexOf(marker, from)) !== -1) { arrivals.push(at); from = i + marker.length; } });
-      res.on("end", () => resolve({ status: res.statusCode, arrivals, sent }));
-      res.on("error", reject);
-    });
-    req.on("error", reject); req.end(data);
-  });
-}
 let nonce = 0;
 function body() {
   const b = chatBody({ tokens: 100, shape: "native", tag: `idx-${++nonce}` });
@@ -43,10 +28,8 @@ for (const n of levels) for (const v of vs) {
   const byIdx = { "0-4": [], "5-19": [], "20-99": [] };
   const first = [];
   for (const r of rs) {
-    const off = r.arrivals.map((at, k) => at - k * 20);
-    const floor = Math.min(...off);
-    off.forEach((o, k) => byIdx[k < 5 ? "0-4" : k < 20 ? "5-19" : "20-99"].push(o - floor));
-    first.push(r.arrivals[0] - r.sent);
+    delays(r.arrivals, 50).forEach((d, k) => byIdx[k < 5 ? "0-4" : k < 20 ? "5-19" : "20-99"].push(d));
+    first.push(r.arrivals[0] - r.sentAt);
   }
   console.log(`${v.name} n=${n}: first token after ${pct(first, 50).toFixed(0)}/${pct(first, 99).toFixed(0)} ms (p50/p99); delay p99 by index: ${Object.entries(byIdx).map(([k, d]) => `${k}: ${pct(d, 99).toFixed(0)}`).join(", ")}; all ${pct(Object.values(byIdx).flat(), 99).toFixed(0)}`);
   await sleep(500);

@@ -5,23 +5,9 @@
 //   node bench/probes/streams_floors.mjs
 import http from "node:http";
 import { peerSpec, relaySpec, startBare } from "../bare.mjs";
-import { chatBody, largestLevels, startModel } from "../workerd.mjs";
-const now = () => performance.timeOrigin + performance.now();
+import { chatBody, delays, largestLevels, startModel, timedPost } from "../workerd.mjs";
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const pct = (xs, p) => { const s = [...xs].sort((a, b) => a - b); return s.length ? s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)] : Infinity; };
-function timedPost(v, body) {
-  const marker = Buffer.from(v.marker);
-  return new Promise((resolve) => {
-    const data = Buffer.from(JSON.stringify(body));
-    const req = http.request(v.url, { method: "POST", agent: v.agent, headers: { "content-type": "application/json", "content-length": data.length } }, (res) => {
-      let buffer = Buffer.alloc(0); let from = 0; const arrivals = [];
-      res.on("data", (chunk) => { const at = now(); buffer = Buffer.concat([buffer, chunk]); let i; while ((i = buffer.indexOf(marker, from)) !== -1) { arrivals.push(at); from = i + marker.length; } });
-      res.on("end", () => resolve({ status: res.statusCode, arrivals }));
-      res.on("error", () => resolve({ status: 0, arrivals }));
-    });
-    req.on("error", () => resolve({ status: 0, arrivals: [] })); req.end(data);
-  });
-}
 let nonce = 0;
 const body = () => { const b = chatBody({ tokens: 100, shape: "native", tag: `fl-${++nonce}` }); return { ...b, messages: [{ role: "user", content: b.messages[0].content.replace("[[pace:0]]", "[[pace:0]][[rate:50]]") }] }; };
 const relayVars = { AI_MAX_TOKENS_LIMIT: "200000", AI_MAX_TOKENS_DEFAULT: "120000", UPSTREAM_TIMEOUT_SECONDS: "60" };
@@ -38,9 +24,9 @@ for (const [name, spec, p, marker] of [
 }
 for (const v of vs) for (let i = 0; i < 3; i++) await timedPost(v, body());
 const level = async (v, n) => {
-  const rs = await Promise.all(Array.from({ length: n }, () => timedPost(v, body())));
+  const rs = await Promise.all(Array.from({ length: n }, () => timedPost(v, body()).catch(() => ({ status: 0, arrivals: [] }))));
   const complete = rs.filter((r) => r.status === 200 && r.arrivals.length >= 100);
-  const d = complete.flatMap((r) => { const off = r.arrivals.map((at, k) => at - k * 20); const f = Math.min(...off); return off.map((o) => o - f); });
+  const d = complete.flatMap((r) => delays(r.arrivals, 50));
   const p99 = pct(d, 99);
   console.error(`${v.name} ${n}: ${complete.length}/${n}, p99 ${p99.toFixed(0)} ms`);
   await sleep(500);
