@@ -187,7 +187,7 @@ class RelayPipe:
         squeeze = js.CompressionStream.new("deflate-raw")
         body = js.Response.new(squeeze.readable)  # its few bytes, read whole at the end
         void_caller(js.Reflect.get(js.Response.prototype, "arrayBuffer"), body)(None)
-        # Its own controller: a hold stops the drain alone (see hold()).
+        # Its own controller: a hold stops the drain alone (see _hold()).
         self._drain_stop = js.AbortController.new()
         options = js_object({"signal": self._drain_stop.signal})
         void_caller(js.Reflect.get(drain, "pipeTo"), drain, squeeze.writable, options)(None)
